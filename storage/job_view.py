@@ -71,6 +71,12 @@ class JobView:
     def active(self) -> bool:
         return self.status in ACTIVE_STATUSES
 
+    @property
+    def kept_back(self) -> bool:
+        """Whether it ended with none of its checkpoints serving: its ``verdict`` then says
+        which was kept back and which version keeps serving."""
+        return self.status == "succeeded" and self.served_step is None and bool(self.verdict)
+
 
 def view_of(job: TrainingJob) -> JobView:
     """The plain record of a job's row."""

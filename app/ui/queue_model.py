@@ -58,13 +58,15 @@ def model_html(now: svc.Serving, changed: str = "", switch: str = "") -> str:
         >>> f"class='queue-model-switch'>{switch}</a>" in model_html(now, switch=switch)
         True
     """
-    improving = svc.improving_words(now)
+    improving, kept = svc.improving_words(now), svc.kept_words(now)
     parts = [f"Serving <b>{html.escape(svc.serving_words(now))}</b>"]
     if improving:
         parts.append(
             f"<span class='queue-improving'>{html.escape(improving)}</span> · "
             "<a href='#' data-tab='Train' class='queue-model-progress'>progress ›</a>"
         )
+    elif kept:  # why the labels given did not change the model
+        parts.append(f"<span class='queue-kept'>{html.escape(kept)}</span>")
     if switch:  # where the retrains are switched on or off (the Train tab's Retrain section)
         parts.append(
             f"<a href='#' data-tab='Train' data-focus='{SWITCH_ID}' class='queue-model-switch'>"

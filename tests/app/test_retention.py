@@ -6,6 +6,8 @@ disk the versions use, and a budget that refuses a retrain."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from sqlalchemy import func, select
 
@@ -156,7 +158,7 @@ def test_a_version_an_automatic_retrain_kept_back_leaves_no_files_when_its_job_e
         version_svc.activate(serving_state.factories, live(serving_state, "tiny"), v)
 
 
-def test_an_automatic_retrain_builds_no_int8_copy_for_a_version_it_keeps_back(tmp_path):
+def test_an_automatic_retrain_builds_no_int8_copy_for_a_version_it_keeps_back_and_says_so(tmp_path):
     """Its files go when the job ends, so an int8 copy of it is work for nothing (24 s of both
     cores in a BANKING77 walk, Xeon without AMX, where the copy was then removed): none is
     built, the version records why, and its words say what becomes of it, not that its copy
@@ -165,7 +167,9 @@ def test_an_automatic_retrain_builds_no_int8_copy_for_a_version_it_keeps_back(tm
 
     from app.config import load_settings
     from app.services.training.retrain_int8 import KEPT_BACK as NOT_BUILT
+    from app.services.training.serving_now import serving_now
     from app.serving.state import ServingState
+    from app.ui.queue_model import model_html
 
     settings = dataclasses.replace(load_settings(tmp_path / "data"), int8=True)
     serving_state = ServingState.open(settings)
@@ -188,6 +192,13 @@ def test_an_automatic_retrain_builds_no_int8_copy_for_a_version_it_keeps_back(tm
         assert row.metrics["int8"]["reason"] == NOT_BUILT and not row.metrics["int8"]["passed"]
         assert "leaves nothing" in done.message and "by hand" not in done.message, done.message
         assert row.files_removed == KEPT_BACK
+        # once it ended, the Train tab leads with what became of it, and the Label tab's line
+        # says why the labels changed no model (it said only what serves)
+        assert "kept back" in done.verdict and done.kept_back, done.verdict
+        assert retrain_jobs.describe(done).startswith(f"{done.verdict}. v")
+        now = serving_now(serving_state.training, live(serving_state, "tiny"))
+        line = html.unescape(model_html(now))
+        assert f"last retrain (automatic): {done.verdict}" in line, line
     finally:
         serving_state.close()
 

@@ -4,6 +4,8 @@ of what changed when another model starts serving, before → after."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from app.services.training.serving_now import Serving, what_changed
@@ -64,3 +66,27 @@ def test_one_line_says_what_changed_when_another_model_serves(before, now, said)
     line = model_html(now, said)
     assert (f"✓ {said}" in line) == bool(said)
     assert f"data-model='{now.model}'" in line  # what the page follows (assets/queue_model.js)
+
+
+def test_a_retrain_that_ended_with_nothing_served_is_said_until_another_starts() -> None:
+    """Issue 71 item 6: an automatic retrain whose checkpoints the gate all kept back ended
+    and the line said only "Serving v7", as if the labels had not been seen."""
+    verdict = "v8 (continuing v7 with 20 new or changed labels) kept back: 86.9 % < 88.3 %"
+    kept = Serving(**{**V7.__dict__, "kept": f"{verdict}, v7 keeps serving", "kept_auto": True})
+    line = html.unescape(model_html(kept))
+    assert f"last retrain (automatic): {verdict}, v7 keeps serving" in line
+    assert "improving" not in line
+    # a job running again says what it does, not the last one's verdict
+    running = Serving(**{**kept.__dict__, "job": job()})
+    assert "improving…" in model_html(running) and "last retrain" not in model_html(running)
+    assert "last retrain" not in model_html(V7)
+
+
+def test_only_a_job_that_ended_with_nothing_served_is_kept_back() -> None:
+    said = "v8 kept back: 86.9 % < 88.3 %, v7 keeps serving"
+    assert job("succeeded", verdict=said).kept_back
+    assert not job(
+        "succeeded", verdict="v8 measured 88.6 % vs 88.3 %: serves", served_step=100
+    ).kept_back
+    assert not job("running", verdict=said).kept_back
+    assert not job("cancelled", verdict=said).kept_back

@@ -339,7 +339,8 @@ def describe(job: JobView) -> str:
     if job.status == "queued":
         return "waiting for a worker to take it"
     if job.status == "succeeded" and job.elapsed is not None:  # the whole wait, not training's
-        return f"{job.message} The job took {span(job.elapsed)}."
+        lead = f"{job.verdict}. " if job.kept_back else ""  # what became of it, first
+        return f"{lead}{job.message} The job took {span(job.elapsed)}."
     if not job.active or job.phase not in PHASE_NAMES or job.message == "cancelling…":
         return job.message
     if job.improving:  # an anytime retrain's first version serves while the rest trains

@@ -53,6 +53,10 @@ class Serving:
     # continuation's gate measures both on a sample: its accuracy is the sample's, not the whole
     # split's the version before it recorded)
     compared: tuple[int | None, float | None] = (None, None)
+    # the newest job's verdict when it ended with none of its checkpoints serving, and whether
+    # it was automatic: said until another job starts (issue 71 item 6)
+    kept: str = ""
+    kept_auto: bool = False
 
     @property
     def first_pass(self) -> bool:
@@ -82,9 +86,13 @@ def serving_now(training: TrainingQueue, p: ProjectHandle) -> Serving:
         mv = versions.active_version(s, p.id)
         settings = p.settings
     job = retrain_jobs.latest_job(training, p)
+    kept = job.verdict if job is not None and job.kept_back else ""
+    auto = job is not None and job.trigger == "auto"
     if mv is None:
         model = f"{p.id}:base"
-        return Serving(p.id, None, model, None, None, (None, None), _active(job))
+        return Serving(
+            p.id, None, model, None, None, (None, None), _active(job), kept=kept, kept_auto=auto
+        )
     m = served_metrics(VersionMetrics.from_dict(mv.metrics), settings)
     steps = m.extra.get("steps")
     planned = m.extra.get("of_steps") or steps
@@ -98,6 +106,8 @@ def serving_now(training: TrainingQueue, p: ProjectHandle) -> Serving:
         _active(job),
         str(m.extra.get("continued") or ""),
         (m.reference.get("version"), m.reference.get("accuracy")),
+        kept,
+        auto,
     )
 
 
@@ -121,6 +131,15 @@ def serving_words(now: Serving) -> str:
     if now.version is None:
         return "the frozen base encoder"
     return f"{now.name} · accuracy {percent(now.accuracy)}"
+
+
+def kept_words(now: Serving) -> str:
+    """The last retrain's verdict when none of its checkpoints serves: "last retrain
+    (automatic): v9 (continuing v8 with 23 new labels) kept back: 86.9 % < 88.3 %, v8 keeps
+    serving"; "" otherwise."""
+    if not now.kept:
+        return ""
+    return f"last retrain{' (automatic)' if now.kept_auto else ''}: {now.kept}"
 
 
 def improving_words(now: Serving) -> str:
