@@ -53,6 +53,15 @@ def _set_manifest(members: dict[str, bytes], **changes) -> None:
     members["manifest.json"] = json.dumps(manifest).encode()
 
 
+@pytest.fixture
+def own_tmp(tmp_path, monkeypatch) -> None:
+    """This test's own temporary directory for the process: the other pytest worker (and any
+    other process) extracts bundles into the shared one meanwhile, whose folders a count of
+    ``intent-bundle-*`` there would find (CI saw one come and go during a refusal)."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+
+
 def _bundle_dirs() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("intent-bundle-*")}
 
@@ -63,7 +72,7 @@ def test_good_bundle_opens(good):
     contents.cleanup()
 
 
-def test_tampered_file_is_refused(good, tmp_path):
+def test_tampered_file_is_refused(good, tmp_path, own_tmp):
     def tamper(m: dict[str, bytes]) -> None:
         m["exemplars.jsonl"] = m["exemplars.jsonl"].replace(b'"greet"', b'"bye"', 1)
 
@@ -105,7 +114,7 @@ def test_not_a_zip(tmp_path):
         open_bundle(bad)
 
 
-def test_generic_archive_refusals_come_back_as_bundle_errors(good, tmp_path):
+def test_generic_archive_refusals_come_back_as_bundle_errors(good, tmp_path, own_tmp):
     """Names, symlinks and bombs are core.safe_archive's rules (tests/core/test_safe_archive.py);
     a bundle reports them as BundleError and keeps no temporary folder."""
 
