@@ -2,8 +2,10 @@
 (never a downloaded browser). Screenshots go to test-artifacts/screenshots/.
 
 A server costs seconds of CPU to start and warm up, so the modules that can share one live in a
-folder whose conftest starts it once: ``demo/`` (the demo project), ``banking77/`` (BANKING77)
-and ``team/`` (``serve --multi-user``). Under pytest-xdist a folder runs whole on one worker
+folder whose conftest starts it once: ``demo/`` (the demo project), ``banking77/`` and
+``banking77_views/`` (BANKING77: the labelling walks, and the views, design aids and refusals;
+two folders, two servers, so that the two halves run on both workers) and ``team/`` (``serve
+--multi-user``). Under pytest-xdist a folder runs whole on one worker
 (:func:`tests.conftest.scheduling_unit`) and its server is a ``package`` fixture, stopped after
 the folder's last test: a server left running idles at ~10 % of a core (its queue loop, its row
 encoder's polls and its worker) while the other worker's tests would use that core."""
@@ -391,3 +393,16 @@ def imported_banking77(root: Path, **sizes: int) -> Path:
 
 
 PASSWORDS = {"admin": "admin-password", "dana": "designer-password", "vic": "viewer-password"}
+
+
+def banking77_server_for_a_folder(tmp_path_factory):
+    """What a BANKING77 folder's ``package`` fixture yields: a server whose only project,
+    ``banking77``, is :func:`banking77_csv` imported, started and warm, stopped after the folder's
+    last test. Its warm-up is the slow part, paid once per folder."""
+    srv = Server(imported_banking77(tmp_path_factory.mktemp("b77")), "--no-demo")
+    try:
+        srv.wait_ready()
+        srv.wait_warm()
+        yield srv
+    finally:
+        srv.stop()

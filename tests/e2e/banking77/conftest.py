@@ -1,22 +1,16 @@
-"""The BANKING77 modules share one server (77 intents, built from ../shared/data): a folder of
-``tests/e2e`` runs whole on one pytest worker (tests/conftest.py), so it is started once."""
+"""The BANKING77 modules of the labelling walks: the annotator, its keys, the bulk label, the
+settings and the retrain switch: they share one server (77 intents, built from ../shared/data). A
+folder of ``tests/e2e`` runs whole on one pytest worker (tests/conftest.py), so it is started
+once; the other BANKING77 folder has a server of its own and runs on the other worker."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import Server, imported_banking77
+from tests.e2e.conftest import banking77_server_for_a_folder
 
 
 @pytest.fixture(scope="package")
 def banking77_server(tmp_path_factory):
-    """A server whose only project, ``banking77``, is :func:`banking77_csv` imported. One for
-    this folder's modules, which run one after the other on one pytest worker: its warm-up is
-    the slow part. The workbench tests run first and change labels."""
-    srv = Server(imported_banking77(tmp_path_factory.mktemp("b77")), "--no-demo")
-    try:
-        srv.wait_ready()
-        srv.wait_warm()
-        yield srv
-    finally:
-        srv.stop()
+    """This folder's BANKING77 server (:func:`tests.e2e.conftest.banking77_server_for_a_folder`)."""
+    yield from banking77_server_for_a_folder(tmp_path_factory)

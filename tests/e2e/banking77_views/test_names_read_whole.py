@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.banking77.test_design_safe_fixes import _page, _replace_into, _says
+from tests.e2e.banking77_views.test_design_safe_fixes import _page, _replace_into, _says
 from tests.e2e.conftest import shot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

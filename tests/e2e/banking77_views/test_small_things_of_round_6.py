@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.e2e.banking77.round6 import CARD, _page, _rest, _says, _shots
-from tests.e2e.banking77.test_views_at_scale import PLACED
+from tests.e2e.banking77_views.test_views_at_scale import PLACED
 from tests.e2e.conftest import open_tab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

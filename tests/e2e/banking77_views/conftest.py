@@ -1,0 +1,16 @@
+"""The BANKING77 modules of the views at scale, the design aids, the typed names and the refusals:
+they share one server (77 intents, built from ../shared/data). A folder of ``tests/e2e`` runs
+whole on one pytest worker (tests/conftest.py), so it is started once; the other BANKING77 folder
+has a server of its own and runs on the other worker."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import banking77_server_for_a_folder
+
+
+@pytest.fixture(scope="package")
+def banking77_server(tmp_path_factory):
+    """This folder's BANKING77 server (:func:`tests.e2e.conftest.banking77_server_for_a_folder`)."""
+    yield from banking77_server_for_a_folder(tmp_path_factory)
