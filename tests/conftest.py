@@ -35,6 +35,7 @@ SLOW_FIXTURES = frozenset(
     {
         "encoder",
         "tiny_encoder",
+        "tiny_everywhere",
         "serving_state",
         "demo",
         "postgres",
@@ -178,6 +179,18 @@ def tiny_encoder(_tiny_encoder_folder, monkeypatch) -> str:
 
     monkeypatch.setitem(registry._REGISTRY, NAME, spec(_tiny_encoder_folder))
     return NAME
+
+
+@pytest.fixture
+def tiny_everywhere(tiny_encoder, _tiny_encoder_folder, monkeypatch) -> str:
+    """The tiny encoder registered in this process (``tiny_encoder``) and in every Python process
+    the test starts with this environment (tests/subprocess_site/sitecustomize.py, first on the
+    PYTHONPATH): for the tests of workers, servers and CLIs that need an encoder's code paths in
+    another process, not its answers (MiniLM costs each of them seconds to load and train)."""
+    site = ROOT / "tests" / "subprocess_site"
+    monkeypatch.setenv("INTENT_STUDIO_TEST_TINY", str(_tiny_encoder_folder))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
+    return tiny_encoder
 
 
 @pytest.fixture

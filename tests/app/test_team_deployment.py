@@ -66,7 +66,8 @@ def _worker(folder: Path, **env_vars: str) -> subprocess.Popen[bytes]:
     """``intent-studio worker`` in a working directory of its own (this checkout's code), with
     ``env_vars`` added to its environment."""
     folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(ROOT), **env_vars}
+    path = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)]))
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": path, **env_vars}
     log = (folder / "worker.log").open("ab")
     args = [sys.executable, "-m", "app", "-v", "--data-dir", str(folder / "data"), "worker"]
     return subprocess.Popen(
@@ -81,10 +82,10 @@ def _kill(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
 
 
 def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
-    app_ctx, s3, team, tmp_path
+    app_ctx, s3, team, tmp_path, tiny_everywhere
 ) -> None:
     assert app_ctx.settings.queue_url and not app_ctx.settings.local_workers
-    make_tiny(app_ctx)
+    make_tiny(app_ctx, encoder=tiny_everywhere)
     gpu_box = _worker(tmp_path / "gpu-box")
     try:
         view, _ = svc.request_retrain(
@@ -176,16 +177,20 @@ def _stopped(proc: subprocess.Popen[bytes], log: Path, within: float) -> str:
 
 
 def test_a_stopped_worker_hands_its_job_back_or_finishes_it_within_the_grace(
-    app_ctx, team, tmp_path
+    app_ctx, team, tmp_path, tiny_everywhere
 ) -> None:
     """Issue 57 item 1: SIGTERM in training abandoned the job (failed once its heartbeat went
     silent) and aborted the worker with exit 134 in 6 of 10 tries."""
-    make_tiny(app_ctx)
+    make_tiny(app_ctx, encoder=tiny_everywhere)
     hurried = _worker(tmp_path / "a", INTENT_STUDIO_STOP_GRACE="1")
     log = tmp_path / "a" / "worker.log"
     try:
         view, _ = svc.request_retrain(
-            app_ctx.training, live(app_ctx, "tiny"), {**QUICK, "epochs": 40}
+            # the tiny encoder trains 40 epochs of this project in 1.7 s: 100 (5 s) keep the hurried
+            # worker's grace of 1 s well inside the training
+            app_ctx.training,
+            live(app_ctx, "tiny"),
+            {**QUICK, "epochs": 100},
         )
         _training(app_ctx, view.id, hurried, log)
         text = _stopped(hurried, log, within=60)
@@ -193,7 +198,7 @@ def test_a_stopped_worker_hands_its_job_back_or_finishes_it_within_the_grace(
         _kill(hurried)
     back = svc.job(app_ctx.training, view.id)
     assert back.status == "queued" and "queued again" in back.message, (back.message, text)
-    assert back.step == 0 and back.config["epochs"] == 40
+    assert back.step == 0 and back.config["epochs"] == 100
     assert view.id in app_ctx.training.enqueue.pending()  # its message is back on Redis
     # nothing half-registered: no version, or the first pass it served goes back with the job
     kept = [v["version"] for v in version_svc.history(app_ctx.db, live(app_ctx, "tiny"))]
@@ -221,7 +226,7 @@ def without_int8(monkeypatch):
 
 
 def test_a_worker_stopped_while_its_job_prepares_hands_it_back_within_the_grace(
-    without_int8, app_ctx, team, tmp_path
+    without_int8, app_ctx, team, tmp_path, tiny_everywhere
 ) -> None:
     """Issue 73 item 12: SIGTERM while a job was preparing lost it (1 of 4 tries at load 27,
     PostgreSQL, Redis and S3): its thread was in a step that checks nothing until Huey's
@@ -233,7 +238,7 @@ def test_a_worker_stopped_while_its_job_prepares_hands_it_back_within_the_grace(
     from storage.db import WriteLock
 
     grace = 3
-    make_tiny(app_ctx)
+    make_tiny(app_ctx, encoder=tiny_everywhere)
     first = _worker(tmp_path / "a", INTENT_STUDIO_STOP_GRACE=str(grace))
     log = tmp_path / "a" / "worker.log"
     try:

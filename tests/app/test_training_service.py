@@ -599,8 +599,10 @@ def test_the_queue_worker_trains_a_job(serving_state) -> None:
         _stop(proc)
 
 
-def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(serving_state) -> None:
-    make_tiny(serving_state)
+def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(
+    serving_state, tiny_everywhere
+) -> None:
+    make_tiny(serving_state, encoder=tiny_everywhere)
     proc = _worker(serving_state)
     try:
         # one schedule (no first pass): an anytime retrain's first version, served before
