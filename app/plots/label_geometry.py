@@ -62,6 +62,36 @@ def box_distance_to(boxes: np.ndarray, points: np.ndarray) -> np.ndarray:
     return np.hypot(ddx, ddy)
 
 
+def apart_from(boxes: np.ndarray, region: np.ndarray, gap: float) -> np.ndarray:
+    """Whether each box (x0, y0, x1, y1 px) is at least ``gap`` px clear of the box ``region``
+    on one side: then it is as clear of every box inside ``region``.
+
+    Example:
+        >>> apart_from(np.array([[0.0, 0, 10, 10], [21.0, 0, 30, 10]]),
+        ...            np.array([12.0, 0, 20, 10]), 2.0).tolist()
+        [True, False]
+    """
+    x0, y0, x1, y1 = (float(v) for v in region)
+    return (
+        (x1 + gap <= boxes[:, 0])
+        | (x0 >= boxes[:, 2] + gap)
+        | (y1 + gap <= boxes[:, 1])
+        | (y0 >= boxes[:, 3] + gap)
+    )
+
+
+def outside(segments: np.ndarray, region: np.ndarray) -> np.ndarray:
+    """Whether each segment (x0, y0, x1, y1) lies wholly beside the box ``region``: then it runs
+    through no box inside ``region`` (:func:`crosses`)."""
+    x0, y0, x1, y1 = (float(v) for v in region)
+    return (
+        (np.maximum(segments[:, 0], segments[:, 2]) < x0)
+        | (np.minimum(segments[:, 0], segments[:, 2]) > x1)
+        | (np.maximum(segments[:, 1], segments[:, 3]) < y0)
+        | (np.minimum(segments[:, 1], segments[:, 3]) > y1)
+    )
+
+
 def crosses(segments: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """Whether each segment (rows: x0, y0, x1, y1) runs through each box (columns; their
     edges shrunk by a pixel: a line that only touches a name does not hide it), by clipping

@@ -37,11 +37,13 @@ import numpy as np
 
 from app.plots.common import MapData, _gold_tuple, plain
 from app.plots.label_geometry import (
+    apart_from,
     box_distance,
     box_distance_to,
     crosses,
     half_size,
     line_length,
+    outside,
     point_counts,
     shrunk,
     under,
@@ -236,6 +238,16 @@ def _best_place(
     lead = line_length(ax, ay, cx, cy, *half_size(least))
     ok = lead <= MAX_LEADER_PX
     ok &= (cand[:, 0] >= 0) & (cand[:, 1] >= 0) & (cand[:, 2] <= plot[0]) & (cand[:, 3] <= plot[1])
+    if not ok.any():
+        return None
+    # Only what is near the places tried can break a rule there: the other centres within the
+    # farthest own distance and a gap of them, the names not a gap clear of them, the lines
+    # that reach them (the same answer; 300 names compared every place with every other name)
+    region = np.array([cand[:, 0].min(), cand[:, 1].min(), cand[:, 2].max(), cand[:, 3].max()])
+    reach = float(own[ok].max()) + _GAP_PX
+    others = others[box_distance_to(region[None], others)[0] <= reach]
+    boxes = boxes[~apart_from(boxes, region, _GAP_PX)]
+    lines = lines[~outside(lines, region)]
     if len(others):  # nearer its own centre than any other intent's, by a gap
         near = np.min(box_distance_to(most[ok], others), axis=1)
         ok[ok] = own[ok] + _GAP_PX < near
