@@ -177,7 +177,8 @@ def test_300_intents_scattered_over_the_map_keep_every_rule() -> None:
     rng = np.random.default_rng(300)
     sizes = rng.integers(5, 41, size=300)
     centres = rng.uniform(0, 10, size=(300, 2))
-    points = np.concatenate([c + rng.normal(0, 0.25, size=(k, 2)) for c, k in zip(centres, sizes)])
+    blobs = [c + rng.normal(0, 0.25, size=(k, 2)) for c, k in zip(centres, sizes, strict=True)]
+    points = np.concatenate(blobs)
     gold = [f"intent_{i}" for i, k in enumerate(sizes) for _ in range(k)]
     n = len(gold)
     fig = scatter_map(points, list(range(n)), ["t"] * n, gold, gold, ["train"] * n, webgl=True)
