@@ -197,6 +197,23 @@ def labelled_pool(s: Session, project_id: int, split: str = "train") -> list[Utt
     ]
 
 
+def label_counts(s: Session, project_id: int, split: str = "train") -> tuple[int, int]:
+    """How many utterances of ``split`` carry two or more labels, and how many carry at least
+    one (:func:`labelled_pool`'s rows), counted by the database: the multi-label rule's counts
+    (:func:`core.multilabel.rule.is_multilabel_count`) without reading the pool."""
+    per_row = (
+        select(func.count(Label.intent_id).label("n"))
+        .join(Utterance, Utterance.id == Label.utterance_id)
+        .where(Utterance.project_id == project_id, Utterance.split == split)
+        .group_by(Label.utterance_id)
+        .subquery()
+    )
+    two, one = s.execute(
+        select(func.count().filter(per_row.c.n > 1), func.count()).select_from(per_row)
+    ).one()
+    return int(two or 0), int(one or 0)
+
+
 def replace_labels(s: Session, u: Utterance, intents: Sequence[Intent]) -> None:
     """Give ``u`` exactly these intents (a statement, not the cached collection, so several
     changes to one utterance in one session all count)."""

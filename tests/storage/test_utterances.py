@@ -19,6 +19,7 @@ from storage.projects import (
 from storage.tables import LabelEvent
 from storage.utterances import (
     add_utterance,
+    label_counts,
     labelled_pool,
     list_utterances,
     set_labels,
@@ -41,6 +42,19 @@ def test_labels_are_many_to_many_and_pool_skips_unlabelled(db, project):
             "refund",
             "track_order",
         ]
+
+
+def test_label_counts_are_the_pools_rows_with_two_labels_and_with_one(db, project):
+    with db.session() as s:
+        add_utterance(s, project, "refund and track it", ["refund", "track_order"])
+        add_utterance(s, project, "a test with two", ["refund", "track_order"], split="test")
+        add_utterance(s, project, "no intent yet", [], split="unlabelled")
+        pool = labelled_pool(s, project)
+        two = sum(len(r.labels) > 1 for r in pool)
+        assert (two, len(pool)) == (2, 4)  # the project's one row of two, and the new one
+        assert label_counts(s, project) == (two, len(pool))
+        assert label_counts(s, project, "test") == (1, 1)
+        assert label_counts(s, project, "unlabelled") == (0, 0)
 
 
 def test_filters_by_intent_split_and_text(db, project):

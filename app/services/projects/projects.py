@@ -16,7 +16,7 @@ from app.services.projects.io import import_utterances
 from app.serving.compute import new_project_encoder
 from app.serving.live import LivePools
 from app.serving.pools import project_anchors
-from core.multilabel.rule import is_multilabel
+from core.multilabel.rule import is_multilabel_count
 from core.retrieval.anchors import humanise
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage.db import CATALOG, Database
@@ -29,7 +29,7 @@ from storage.projects import (
 )
 from storage.tables import SPLITS
 from storage.users import record_event
-from storage.utterances import count_utterances, labelled_pool, list_utterances
+from storage.utterances import count_utterances, label_counts, list_utterances
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +98,6 @@ def summary(db: Database, p: ProjectHandle, live: LivePools | None = None) -> Pr
     said = encoding(live, p) if live is not None else None
     with db.session() as s:
         n = {split: count_utterances(s, p.id, split=split) for split in SPLITS}
-        pool = [r.labels for r in labelled_pool(s, p.id)]
-        no_intent: list[tuple[str, ...]] = [()] * (n["train"] - len(pool))
         return ProjectSummary(
             id=p.id,
             name=p.name,
@@ -110,7 +108,7 @@ def summary(db: Database, p: ProjectHandle, live: LivePools | None = None) -> Pr
             n_train=n["train"],
             n_test=n["test"],
             n_unlabelled=n["unlabelled"],
-            multi_label=is_multilabel(pool + no_intent),
+            multi_label=is_multilabel_count(*label_counts(s, p.id)),
             active_model_version_id=p.active_version_id,
             encoding=said.to_dict() if said is not None else None,
         )
