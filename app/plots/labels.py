@@ -29,6 +29,9 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -325,6 +328,29 @@ class Names:
         }
 
 
+# The placings of late, by what decides them: the Map's timer redraws the same map every second
+# while a projection runs, and a page's size or a zoom asks for it again (300 names: a third of
+# a second of CPU a placing on a 2-core Xeon).
+_RECENT: OrderedDict[bytes, tuple[list[Placed], list[str]]] = OrderedDict()
+_RECENT_LOCK = threading.Lock()
+RECENT_PLACINGS = 32
+
+
+def _placing_key(
+    named: Sequence[tuple[str, np.ndarray, int]],
+    pts: np.ndarray,
+    axes: tuple[tuple[float, float], tuple[float, float]],
+    plot_px: tuple[float, float],
+    focus: Sequence[str] | None,
+) -> bytes:
+    """What decides a placing (:func:`place_names`), hashed."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.ascontiguousarray(pts, dtype=np.float64).tobytes())
+    centres = [(n, float(c[0]), float(c[1]), int(k)) for n, c, k in named]
+    h.update(repr((centres, axes, plot_px, tuple(sorted(focus or ())))).encode())
+    return h.digest()
+
+
 def map_names(
     m: MapData,
     axes: tuple[tuple[float, float], tuple[float, float]],
@@ -336,8 +362,20 @@ def map_names(
 ) -> Names:
     """The names on the map ``m`` drawn with ``axes`` (:func:`ranges`) on a plot of
     ``plot_px``: every intent's (or the ``focus``'s), by :func:`place_names`, with the centres
-    they were kept near (the shown intents')."""
-    named = anchors(m)
-    placed, hidden = place_names(named, _points(m), axes[0], axes[1], plot_px, focus or None)
+    they were kept near (the shown intents'). The same map, axes, plot and focus asked again
+    get the placing of then (the last :data:`RECENT_PLACINGS` are kept)."""
+    named, pts = anchors(m), _points(m)
+    key = _placing_key(named, pts, axes, plot_px, focus)
+    with _RECENT_LOCK:
+        found = _RECENT.get(key)
+        if found is not None:
+            _RECENT.move_to_end(key)
+    if found is None:
+        found = place_names(named, pts, axes[0], axes[1], plot_px, focus or None)
+        with _RECENT_LOCK:
+            _RECENT[key] = found
+            while len(_RECENT) > RECENT_PLACINGS:
+                _RECENT.popitem(last=False)
+    placed, hidden = found
     centres = {n: (float(c[0]), float(c[1])) for n, c, _ in named if not focus or n in focus}
-    return Names(as_annotations(placed, xref=xref, yref=yref), centres, hidden)
+    return Names(as_annotations(placed, xref=xref, yref=yref), centres, list(hidden))

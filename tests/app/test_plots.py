@@ -308,3 +308,31 @@ def test_intent_names_are_plain_text_in_every_figure() -> None:
     heat = figures["confusion"].data[0]
     assert list(heat.customdata[0][0]) == [HOSTILE, HOSTILE]  # a click reads the stored name
     assert list(figures["f1"].data[0].customdata) == [HOSTILE, "exchange_rate"]
+
+
+def test_a_map_drawn_again_the_same_way_places_its_names_once(monkeypatch) -> None:
+    """The Map's timer redraws the map every second while a projection runs, and a page's size
+    or zoom asks for it again: the same map, axes, plot and focus are placed once; another plot
+    size, focus or point is placed anew."""
+    from app.plots import labels
+
+    placings: list[tuple[float, float]] = []
+    real = labels.place_names
+
+    def counted(named, pts, xr, yr, plot_px=labels.PLOT_PX, shown=None):
+        placings.append(plot_px)
+        return real(named, pts, xr, yr, plot_px, shown)
+
+    monkeypatch.setattr(labels, "place_names", counted)
+    rng = np.random.default_rng(7)
+    points = rng.normal(size=(40, 2))
+    gold = [f"intent_{i % 4}" for i in range(40)]
+    m = MapData(points, list(range(40)), ["t"] * 40, gold, gold, ["train"] * 40)
+    first = labels.map_names(m, labels.ranges(m))
+    again = labels.map_names(m, labels.ranges(m))
+    assert again.annotations == first.annotations and len(placings) == 1
+    labels.map_names(m, labels.ranges(m), plot_px=(900.0, 400.0))
+    labels.map_names(m, labels.ranges(m), focus=["intent_2"])
+    moved = MapData(points + 0.5, list(range(40)), ["t"] * 40, gold, gold, ["train"] * 40)
+    labels.map_names(moved, labels.ranges(moved))
+    assert len(placings) == 4
