@@ -164,6 +164,14 @@ def count_utterances(
     return int(s.scalar(select(func.count()).select_from(wanted)) or 0)
 
 
+def count_with_context(s: Session, project_id: int) -> int:
+    """How many of the project's utterances carry a context (the turn before them)."""
+    q = select(func.count(Utterance.id)).where(
+        Utterance.project_id == project_id, Utterance.context.is_not(None), Utterance.context != ""
+    )
+    return int(s.scalar(q) or 0)
+
+
 def rows_by_id(s: Session, project_id: int, ids: Sequence[int]) -> list[UtteranceRow]:
     """The project's utterances with these ids, in the order given (unknown ids refused): a few
     statements for any number of ids (:mod:`storage.by_id`)."""

@@ -19,6 +19,7 @@ from storage.projects import (
 from storage.tables import LabelEvent
 from storage.utterances import (
     add_utterance,
+    count_with_context,
     label_counts,
     labelled_pool,
     list_utterances,
@@ -188,6 +189,10 @@ def test_the_turn_before_an_utterance_is_stored_trimmed_and_reaches_the_pool(db,
         pool = {r.text: r.context for r in labelled_pool(s, project)}
         assert pool["yes please"] == "Cancel it?" and pool["where is my parcel"] == ""
         assert list_utterances(s, project, search="yes please")[0].context == "Cancel it?"
+        add_utterance(s, project, "no thanks", [], split="unlabelled", context="Anything else?")
+        add_utterance(s, project, "hm", [], split="unlabelled", context="   ")  # blank: none
+        carried = sum(1 for r in list_utterances(s, project) if r.context)
+        assert count_with_context(s, project) == carried == 2
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from storage.projects import (
 )
 from storage.tables import SPLITS
 from storage.users import record_event
-from storage.utterances import count_utterances, label_counts, list_utterances
+from storage.utterances import count_utterances, count_with_context, label_counts
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ def context_encoding(db: Database, p: ProjectHandle) -> dict[str, Any]:
     ``encode_context``, ``with_context`` (how many utterances carry one) and ``message``."""
     with db.session() as s:
         on = p.settings.encode_context
-        n = sum(1 for r in list_utterances(s, p.id) if r.context)
+        n = count_with_context(s, p.id)
     state = (
         "on: each utterance is encoded after its context ('context [SEP] utterance'), at "
         "training, in the pool and for questions sent with one"
