@@ -48,3 +48,17 @@ def test_prediction_filters_and_sort(serving_state, demo):
     )
     assert all(r["split"] == "unlabelled" for r in page.rows)
     assert page.caption().startswith(f"Rows 1–{len(page.rows)} of {page.total}")
+
+
+def test_each_rows_prediction_is_the_first_place_of_the_live_ranking(serving_state, demo):
+    """The table shows a row's top intent and score without the ranking's evidence: they are
+    what the live Predictor's ranking puts first, leave-one-out for a pool row (the demo
+    project's rows carry no context: their text is what is encoded)."""
+    rows = table_page(serving_state.live, demo, TableQuery(page_size=500)).rows
+    pool = serving_state.live.pool(demo.id)
+    vectors = serving_state.live.cache.encode(pool.encoder, [r["text"] for r in rows])
+    ranked = pool.predictor.rank(vectors, exclude_ids=[r["id"] for r in rows], show=0)
+    assert len(rows) > 100
+    assert [(r["predicted"], r["score"]) for r in rows] == [
+        (p.top or "", None if p.top is None else round(p.score, 2)) for p in ranked
+    ]

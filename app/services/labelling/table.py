@@ -65,15 +65,20 @@ class TablePage:
 
 def _predict(live: LivePools, pid: int, rows: list[UtteranceRow]) -> list[tuple[str, float]]:
     """Each row's top intent and its score as the live Predictor ranks it (its anchors, ``k``
-    and rule), a pool row scored without itself (leave-one-out)."""
+    and rule), a pool row scored without itself (leave-one-out): its ranking's first place
+    (:meth:`Predictor.tops`), without the evidence of every intent, which the table does not
+    show."""
     if not rows:
         return []
     pool = live.pool(pid)
     if len(pool.index) == 0:
         return [("", math.nan)] * len(rows)
     vectors = live.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
-    preds = pool.predictor.rank(vectors, exclude_ids=[r.id for r in rows], show=0)
-    return [(p.top or "", p.score if p.top else math.nan) for p in preds]
+    found = pool.predictor.tops(vectors, exclude_ids=[r.id for r in rows])
+    return [
+        (top or "", score if top else math.nan)
+        for top, score in zip(found.intents, found.scores.tolist(), strict=True)
+    ]
 
 
 def _record(row: UtteranceRow, predicted: tuple[str, float]) -> dict[str, Any]:
