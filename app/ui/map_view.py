@@ -5,6 +5,7 @@ place."""
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 import re
@@ -178,10 +179,14 @@ def render(
             one = svc.get_map(maps, p, method=meth)
             provisional.append(one.provisional)
             waiting.append(one.waiting)
+            if one.provisional and _TICK.get():
+                return None  # the timer keeps the quick picture on screen: nothing to draw
             return svc.map_figure(one, **shown, figure_px=figure_px, top=TOP_PX, zoom=box)
         left = svc.get_map(maps, p, method=meth, version=version_selector(left_choice))
         right = svc.get_map(maps, p, method=meth, version=version_selector(right_choice))
         provisional.append(left.provisional or right.provisional)
+        if provisional[-1] and _TICK.get():
+            return None
         diff.extend(svc.map_diff(left, right))
         return svc.compare_figure(left, right, **shown, figure_px=figure_px)
 
@@ -192,6 +197,9 @@ def render(
     err = err or names_err or history_err
     versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history or [])]
     pickers = gr.update(choices=versions, visible=comparing)
+    if fig is None and not err and any(provisional):  # a tick of the timer, still waiting
+        kept = gr.update()
+        return kept, kept, gr.update(active=True), choices, choices, pickers, pickers, kept
     if err or fig is None:
         stop = gr.update(active=False)
         return None, problem(err or ""), stop, choices, choices, pickers, pickers, no_diff
@@ -219,6 +227,11 @@ def render(
     return fig, status, poll, choices, choices, pickers, pickers, diff_frame(diff)
 
 
+# Set while the Map's timer asks for the map (:func:`_for_the_timer`): a map still waiting for its
+# projection is not drawn again.
+_TICK: contextvars.ContextVar[bool] = contextvars.ContextVar("map_timer_tick", default=False)
+
+
 def _for_the_timer(draw: Callable[P, tuple[Any, ...]]) -> Callable[P, tuple[Any, ...]]:
     """``draw`` as the timer calls it, with ``draw``'s parameters (Gradio reads them from its
     signature): the map's query is written once, in :func:`render`."""
@@ -226,8 +239,14 @@ def _for_the_timer(draw: Callable[P, tuple[Any, ...]]) -> Callable[P, tuple[Any,
     @functools.wraps(draw, assigned=("__module__", "__annotations__"))
     def poll_render(*args: P.args, **kwargs: P.kwargs) -> tuple[Any, ...]:
         """The timer's :func:`render`: the plot is redrawn (and a lasso in progress lost) only
-        once the projection asked for has replaced the quick picture, not at every tick."""
-        out = draw(*args, **kwargs)
+        once the projection asked for has replaced the quick picture, not at every tick; until
+        then no figure is built (its names placed for nothing: seconds of CPU a minute on a
+        300-intent map)."""
+        token = _TICK.set(True)
+        try:
+            out = draw(*args, **kwargs)
+        finally:
+            _TICK.reset(token)
         waiting = isinstance(out[2], dict) and out[2].get("active")
         return (gr.update(), gr.update(), *out[2:]) if waiting else out
 

@@ -258,3 +258,42 @@ def test_past_drawn_max_a_view_ranks_only_the_rows_its_figure_draws(
     svc.compute_map(serving_state.maps, demo, method="umap")
     report = svc.sampled_map(serving_state.maps, demo, method="umap", unlabelled=5)
     assert report is not None and set(report.ids) <= ranked
+
+
+def test_the_maps_timer_draws_nothing_while_the_projection_is_computed(
+    serving_state, demo, monkeypatch
+):
+    """The Map's timer asks for the map every second while UMAP runs and kept the quick picture
+    on screen, yet built a figure each time (its names placed: a third of a second of CPU on a
+    300-intent map). Now a tick draws nothing until the projection lands; then it draws it."""
+    from app.ui import map_view
+
+    release = threading.Event()
+
+    def slow(vectors, method):
+        release.wait(60)
+        return np.full((len(vectors), 2), 7.0, dtype=np.float32)
+
+    drawn: list[str] = []
+    real = svc.map_figure
+
+    def figure(view, **kwargs):
+        drawn.append(view.method)
+        return real(view, **kwargs)
+
+    monkeypatch.setattr(serving_state.maps.projector, "project", slow)
+    monkeypatch.setattr(svc, "map_figure", figure)
+    first = map_view.render(serving_state.maps, demo, "umap", map_view.VIEW_CHOICES[0], "none")
+    assert first[2]["active"] and drawn == ["pca"]  # a person's render: the quick picture
+    tick = map_view.poll_render(serving_state.maps, demo, "umap", map_view.VIEW_CHOICES[0], "none")
+    assert tick[2]["active"] and tick[0] == tick[1] == {"__type__": "update"}
+    assert drawn == ["pca"]  # nothing built for the tick
+    release.set()
+    deadline = time.time() + 60
+    while tick[2]["active"] and time.time() < deadline:
+        time.sleep(0.05)
+        tick = map_view.poll_render(
+            serving_state.maps, demo, "umap", map_view.VIEW_CHOICES[0], "none"
+        )
+    assert not tick[2]["active"] and drawn == ["pca", "umap"]
+    assert tick[0].layout.meta["n_points"] > 0
