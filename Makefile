@@ -25,23 +25,30 @@ PREPARE := $(BIN)/python -W ignore -m app.cli.prepare
 # Re-install when the dependency list changes.
 STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
+# ...and compile again (PREPARE) after a re-install. `make test` compiles beside its lints (each
+# one core, ~70 s and ~100 s here): one after the other, the install waited for both.
+STAMP_PREP := $(VENV)/.prepared-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 CHROMIUM ?= /usr/bin/chromium
 # pytest's workers (pytest-xdist): one per core of the 2-core machines the suite is sized for;
 # each takes whole test modules, and whole folders of browser tests that share a server
 # (tests/conftest.py). PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test check install install-dev browser servers team-local mpnet bench clean
+.PHONY: run test lint check install install-dev browser servers team-local mpnet bench clean
 
 run: $(STAMP_APP)
+	@$(MAKE) --no-print-directory $(STAMP_PREP)
 	@echo "==> Starting Intent Studio (make run ARGS='--port 8000' passes options to serve)"
 	@$(BIN)/intent-studio serve $(ARGS)
 
 test: $(STAMP_DEV) browser servers
+	@$(MAKE) --no-print-directory -j2 lint $(STAMP_PREP)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+lint: $(STAMP_DEV)
 	$(BIN)/ruff check app core storage tests bench
 	$(BIN)/ruff format --check app core storage tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # What to run before each commit: lint, format, types, the architecture test and the tests marked
 # `fast` (no encoder, no server, no browser; tests/conftest.py refuses a fast test that loads one
@@ -71,8 +78,6 @@ $(STAMP_APP): $(VENV)/bin/python
 	  -- $(INSTALL) torch==2.13.0
 	@$(STEP) "Installing Intent Studio and the libraries it uses (.[app])" \
 	  -- $(INSTALL) -c constraints.txt -e ".[app]"
-	@$(STEP) "Compiling what the first start would: the app's bytecode and UMAP's kernels (once)" \
-	  -- $(PREPARE)
 	@touch $@
 	@echo "==> Installed."
 
@@ -81,10 +86,13 @@ $(STAMP_DEV): $(VENV)/bin/python
 	  -- $(INSTALL) torch==2.13.0
 	@$(STEP) "Installing Intent Studio with its test and lint tools (.[dev])" \
 	  -- $(INSTALL) -c constraints.txt -e ".[dev]"
+	@touch $@
+	@echo "==> Installed."
+
+$(STAMP_PREP):
 	@$(STEP) "Compiling what the first start would: the app's bytecode and UMAP's kernels (once)" \
 	  -- $(PREPARE)
 	@touch $@
-	@echo "==> Installed."
 
 # Debian packages go in through .ci/apt-install.sh: while another install holds apt's lock it
 # waits, up to APT_LOCK_WAIT seconds (600), instead of failing at once.
