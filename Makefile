@@ -37,7 +37,7 @@ PYTEST_WORKERS ?= 2
 .PHONY: run test lint check install install-dev browser servers team-local mpnet bench clean
 
 run: $(STAMP_APP)
-	@$(MAKE) --no-print-directory $(STAMP_PREP)
+	@$(MAKE) -s --no-print-directory $(STAMP_PREP)
 	@echo "==> Starting Intent Studio (make run ARGS='--port 8000' passes options to serve)"
 	@$(BIN)/intent-studio serve $(ARGS)
 
