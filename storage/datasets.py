@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from storage.db import Database, WriteLock
 from storage.tables import DatasetVersion
-from storage.utterances import list_utterances
+from storage.utterances import UtteranceRow, list_utterances
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,17 @@ def snapshot(s: Session, project_id: int) -> DatasetVersion:
     s.add(dv)
     s.flush()
     return dv
+
+
+def current(db: Database, project_id: int) -> tuple[str, list[UtteranceRow]]:
+    """The project's dataset version's hash and its utterances, read in one transaction that holds
+    the project's write lock from its start: :func:`snapshot` writes the version when the content
+    is new, and on SQLite a transaction that reads and only then writes is refused at once
+    (SQLITE_BUSY_SNAPSHOT, no wait) when another writer committed in between, as a label does
+    while a report or a bundle is made."""
+    with db.write(WriteLock.project(project_id)) as s:
+        rows = list_utterances(s, project_id)
+        return snapshot(s, project_id).content_hash, rows
 
 
 def snapshot_rows(dv: DatasetVersion) -> list[SnapshotRow]:

@@ -38,11 +38,9 @@ from core.evaluation.oos import in_scope_labels
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR
 from core.training.model_io import full_artifact
-from storage import versions
-from storage.datasets import snapshot
+from storage import datasets, versions
 from storage.errors import NotFoundError
 from storage.tables import ModelVersion
-from storage.utterances import list_utterances
 
 INT8, FP32 = "int8", "fp32"
 
@@ -144,9 +142,7 @@ def export_bundle(
     row = version_row(live.factories, p, version)
     mv: ModelVersion | None = row["row"]
     served = live.settled(p.id)  # the app as it serves now
-    with live.db.session() as s:
-        rows = list_utterances(s, p.id)
-        dataset_hash = snapshot(s, p.id).content_hash
+    dataset_hash, rows = datasets.current(live.db, p.id)
     pool_rows = [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
     if not pool_rows:
         raise ValueError("This project has no labelled training utterances to put in a bundle.")

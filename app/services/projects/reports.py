@@ -29,11 +29,10 @@ from app.serving.live import LivePools
 from app.serving.map_store import MapStore
 from app.serving.state import ServingState
 from core.retrieval.scope import in_scope_labels
-from storage.datasets import snapshot
+from storage import datasets
 from storage.db import Database
 from storage.errors import BusyError
 from storage.pool_state import pool_stamp
-from storage.utterances import list_utterances
 
 EVIDENCE_CARDS = 6
 MISSES = 3  # intents whose failures get an example in the summary
@@ -249,9 +248,7 @@ def version_note(db: Database, p: ProjectHandle) -> str:
 def _build(
     serving_state: ServingState, p: ProjectHandle, out: Path | None, *, static: bool
 ) -> Path:
-    with serving_state.db.session() as s:
-        dataset_hash = snapshot(s, p.id).content_hash
-        rows = list_utterances(s, p.id)
+    dataset_hash, rows = datasets.current(serving_state.db, p.id)
     # the active version by its id: scored, chosen and explained in the space its metrics were
     active: Version = p.active_version_id or BASE
     version = f"v{p.active_version_id}" if p.active_version_id else "frozen base"
