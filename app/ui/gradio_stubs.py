@@ -26,6 +26,12 @@ def _no_stub(*_args: object, **_kwargs: object) -> None:
     """What Gradio's metaclass calls instead of writing a component's stub."""
 
 
+def _skip(meta: ModuleType) -> None:
+    """Swap the stub writer of a loaded ``gradio.component_meta`` (a Gradio without one: kept)."""
+    if hasattr(meta, "create_or_modify_pyi"):
+        meta.create_or_modify_pyi = _no_stub  # type: ignore[attr-defined]
+
+
 class _SkipStubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds ``gradio.component_meta`` as Python would, runs it, then swaps the stub writer
     before any component class is defined (they are defined after this module is loaded)."""
@@ -50,16 +56,12 @@ class _SkipStubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         assert self._loader is not None
         self._loader.exec_module(module)
-        if hasattr(module, "create_or_modify_pyi"):
-            module.create_or_modify_pyi = _no_stub  # type: ignore[attr-defined]
+        _skip(module)
 
 
 def install() -> None:
     """Skip the stub writer in this process (once; harmless when gradio is already loaded)."""
     if MODULE in sys.modules:
-        meta = sys.modules[MODULE]
-        if hasattr(meta, "create_or_modify_pyi"):
-            meta.create_or_modify_pyi = _no_stub  # type: ignore[attr-defined]
-        return
-    if not any(isinstance(finder, _SkipStubs) for finder in sys.meta_path):
+        _skip(sys.modules[MODULE])
+    elif not any(isinstance(finder, _SkipStubs) for finder in sys.meta_path):
         sys.meta_path.insert(0, _SkipStubs())
