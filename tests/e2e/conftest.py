@@ -222,8 +222,15 @@ PROBLEMS = BrowserProblems()
 _BROWSERS: list = []
 
 
-@pytest.fixture(scope="module")
-def browser():
+def launched_browser():
+    """Chromium, watched for problems (:data:`PROBLEMS`), until the generator is closed. A test
+    module's ``browser`` fixture yields it; a folder of modules that share a server shares one
+    too (its conftest.py: a ``package`` fixture), since each launch costs the browser's,
+    Playwright's and a GPU process's start (~2 s of CPU a module).
+
+    A live sync Playwright owns the thread's event loop (``asyncio.run`` refuses to start
+    beside it), so the browser lives no longer than the tests that use it: a module, or a
+    folder of ``tests/e2e`` that runs whole on one pytest worker (tests/conftest.py)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium not found at {CHROMIUM} (make test installs Debian's chromium)")
     from playwright.sync_api import sync_playwright
@@ -237,6 +244,12 @@ def browser():
         finally:
             _BROWSERS.remove(b)
             b.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """This module's Chromium (:func:`launched_browser`)."""
+    yield from launched_browser()
 
 
 @pytest.fixture(autouse=True)

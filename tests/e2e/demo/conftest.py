@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import Server
+from tests.e2e.conftest import Server, launched_browser
+
+
+@pytest.fixture(scope="package")
+def browser():
+    """One Chromium for this folder's modules (:func:`tests.e2e.conftest.launched_browser`)."""
+    yield from launched_browser()
 
 
 @pytest.fixture(scope="package")
