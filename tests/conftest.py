@@ -197,7 +197,7 @@ def tiny_everywhere(tiny_encoder, _tiny_encoder_folder, monkeypatch) -> str:
 def _migrated_sqlite(tmp_path_factory) -> Path:
     """An empty SQLite database at the newest schema, migrated once per test process: the
     databases of :func:`db` and ``serving_state`` (tests/app/conftest.py) start as copies of it.
-    Alembic's 20 migrations cost ~0.05 s of CPU a database, and some 1,500 tests make one;
+    Alembic's 20 migrations cost ~0.05 s of CPU a database, and some 600 tests make one;
     each migration from empty is tested in tests/storage, and every server a test starts
     still migrates its own."""
     from storage.db import Database, sqlite_url

@@ -225,8 +225,9 @@ _BROWSERS: list = []
 def launched_browser():
     """Chromium, watched for problems (:data:`PROBLEMS`), until the generator is closed. A test
     module's ``browser`` fixture yields it; a folder of modules that share a server shares one
-    too (its conftest.py: a ``package`` fixture), since each launch costs the browser's,
-    Playwright's and a GPU process's start (~2 s of CPU a module).
+    too (its conftest.py: a ``package`` fixture), since each launch costs Playwright's driver,
+    the browser, its GPU and utility processes (~0.7 s of CPU to start and stop, more with the
+    first page).
 
     A live sync Playwright owns the thread's event loop (``asyncio.run`` refuses to start
     beside it), so the browser lives no longer than the tests that use it: a module, or a
