@@ -5,12 +5,15 @@ Once ``serve`` got SIGTERM or Ctrl+C (``stopping()`` says so:
 server is stopping") at once: a load balancer, a REST client or a browser retries it elsewhere
 or later. A request under way gets uvicorn's graceful time (5 s) to end; one still waiting then
 (behind the start-up's warm-up, say) is cancelled by uvicorn, which answered it 500 with a
-traceback in the log: it is answered 503 here instead, when it had not begun its answer.
+traceback in the log: it is answered 503 here instead, when it had not begun its answer. A
+stream that had begun (an open page's heartbeat or events) is ended there, its client told the
+response is complete (it reconnects and is answered 503), not logged as an exception.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -47,8 +50,15 @@ class Draining:
         try:
             await self.app(scope, receive, sending)
         except asyncio.CancelledError:
-            if started or not self.stopping():
+            if not self.stopping():
                 raise
+            if started:  # a stream still open (a page's heartbeat or events): ended, not a 500
+                logger.info(
+                    "%s %s: a stream open at the stop, ended", scope["method"], scope["path"]
+                )
+                with contextlib.suppress(Exception):  # the client may have gone meanwhile
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
             logger.warning(
                 "%s %s cut short by the stop: answered 503", scope["method"], scope["path"]
             )
