@@ -50,6 +50,9 @@
   };
   // the model line's refresh of the card's suggestions goes the same way (assets/queue_model.js)
   window.__studioQueueAct = act;
+  // answers asked for and not on screen yet (one on its way, keys waiting behind it): a key's
+  // answer is the card drawn once none is left, not a refresh drawn before it
+  window.__studioQueuePending = () => (busy && Date.now() - busy < WAIT_MS ? 1 : 0) + waiting.length;
   const toCard = () => {
     const r = root();
     if (!r) return;

@@ -71,10 +71,13 @@ class Annotator:
         return Card(info["id"], info["seq"], info["text"], names, info["oos"])
 
     def answered(self, before: Card, timeout: float = 60_000) -> Card:
-        """Wait for the answer to ``before``'s key (the card is rendered again)."""
+        """Wait for the answer to ``before``'s key: the card is rendered again and no answer
+        is pending in the page (a new model's refresh of the card, drawn while the key waited
+        behind it, is not the key's answer: assets/queue_keys.js)."""
         try:
             self.page.wait_for_function(
-                "(seq) => document.querySelector('#queue-card [data-item]')?.dataset.seq !== seq",
+                "(seq) => document.querySelector('#queue-card [data-item]')?.dataset.seq !== seq"
+                " && !(window.__studioQueuePending?.() > 0)",
                 arg=before.seq,
                 timeout=timeout,
             )
@@ -174,5 +177,9 @@ def client(server: Any) -> Any:
 def stored(api: Any) -> dict[str, tuple[str, str]]:
     """Every utterance of the project as stored now, read over the app's API: text -> (intents,
     split)."""
-    rows = api.predict(PROJECT, "", "", "", api_name="/utterances")
+    rows = [  # split by split: one call answers at most 2,000 rows
+        row
+        for split in ("train", "test", "unlabelled")
+        for row in api.predict(PROJECT, "", split, "", api_name="/utterances")
+    ]
     return {r["text"]: (r["intents"], r["split"]) for r in rows}
