@@ -20,6 +20,12 @@ Enter, filters, n, t, o, s, d, u): the last key → the answer on screen (p50/p9
 arrival in Gradio's queue to its answer (:mod:`bench.keylog`, inside the server process). The
 worker's resident memory is sampled every 0.5 s from /proc: ``worker GB`` is its peak
 (``VmHWM``), starred where it rose during the phase (the retrain's peak, not the warm-up's).
+Issue 71 item 5: the retrain phase also follows the project's active version
+(``GET /api/v1/projects``); when the job's version is promoted, the keys and predicts within
+``PROMOTION_WINDOW`` s either side of that moment are summarised on their own ("promoted v1 ->
+v2; within 30 s of it: ..."; ``promotion`` in the JSON), the issue's "key → next card across a
+promotion" (server p95 ≤ 150 ms, max ≤ 1 s). The annotator's labels made so far are checked
+against the stored ones (``wrong_labels``).
 
 Configurations: ``threads``, ``nice`` and ``off`` run this checkout's app under
 ``INTENT_STUDIO_WORKER_SHARE`` = that word (``threads``: the worker at nice 10 and one thread
@@ -68,6 +74,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARES = ("threads", "nice", "off")
 # The Label tab's answers to a key (app/ui/queue_actions.py): what the server's side counts.
 KEY_FNS = ("suggestion", "enter", "answer_with", "skip", "undo", "take_match")
+# Seconds either side of a promotion whose keys and predicts count as "across" it.
+PROMOTION_WINDOW = 30.0
 
 
 class Predictor(threading.Thread):
@@ -102,12 +110,14 @@ class Predictor(threading.Thread):
 
 
 class JobWatch(threading.Thread):
-    """A job's status and phase every ``every`` s, over REST, until it ends."""
+    """A job's status and phase every ``every`` s, over REST, until it ends; and the project's
+    active version (``GET /api/v1/projects``), to find when the job's version was promoted."""
 
     def __init__(self, url: str, job: int, every: float = 0.5) -> None:
         super().__init__(daemon=True)
         self.url, self.job, self.every = url, job, every
         self.timeline: list[tuple[float, str, str]] = []  # (wall clock, status, phase) changes
+        self.active: list[tuple[float, int | None]] = []  # (wall clock, active version) changes
         self.last: dict[str, Any] = {}
         self.done = threading.Event()
         self.halt = threading.Event()
@@ -121,10 +131,25 @@ class JobWatch(threading.Thread):
                     now = (job.get("status", "?"), job.get("phase", "?"))
                     if not self.timeline or self.timeline[-1][1:] != now:
                         self.timeline.append((time.time(), *now))
+                    self._look_at_active(client)
                     if now[0] not in ("queued", "running"):
                         self.done.set()
                         return
                 self.halt.wait(self.every)
+
+    def _look_at_active(self, client: httpx.Client) -> None:
+        projects = client.get("/api/v1/projects").json()["projects"]
+        active = next((p["active_version"] for p in projects if p["name"] == PROJECT), None)
+        if not self.active or self.active[-1][1] != active:
+            self.active.append((time.time(), active))
+
+    def promoted(self) -> tuple[float, int | None, int | None] | None:
+        """When the project's active version first changed while the job ran (wall clock,
+        the version before, the version after); None: it never did."""
+        if len(self.active) < 2:
+            return None
+        (_, before), (when, after) = self.active[0], self.active[1]
+        return when, before, after
 
     def phase_at(self, t: float) -> str:
         found = "queued"
@@ -213,7 +238,33 @@ def run_phase(
             phase: {"predict": summary(v["predict"]), "key": summary(v["key"])}
             for phase, v in by_phase.items()
         }
+        out["promotion"] = _across_promotion(job, server, stamps, waits, predictor.samples)
     return out
+
+
+def _across_promotion(
+    job: JobWatch,
+    server: list[dict[str, Any]],
+    stamps: list[float],
+    waits: list[float],
+    predicts: list[tuple[float, float]],
+) -> dict[str, Any] | None:
+    """Keys and predicts from ``PROMOTION_WINDOW`` s before the project's active version
+    changed to that long after it (issue 71 item 5: the queue's candidates and the pool move
+    to the new space in the background meanwhile); None: no version was promoted."""
+    found = job.promoted()
+    if found is None:
+        return None
+    when, before, after = found
+    lo, hi = when - PROMOTION_WINDOW, when + PROMOTION_WINDOW
+    return {
+        "from": before,
+        "to": after,
+        "window_s": PROMOTION_WINDOW,
+        "key_server": summary([e["server_ms"] for e in server if lo <= e["t"] <= hi]),
+        "key": summary([ms for t, ms in zip(stamps, waits, strict=False) if lo <= t <= hi]),
+        "predict": summary([ms for t, ms in predicts if lo <= t <= hi]),
+    }
 
 
 def run_config(name: str, code: Path, data: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -304,6 +355,19 @@ def print_table(results: list[dict[str, Any]], cpu: dict[str, Any]) -> None:
                 f"{_three(pr):>23} {(f'{ratio:.2f}' if ratio else '-'):>6} {_three(k):>20}"
                 f" {_three(s):>20} {k['n']:>5} {errors:>4} {_memory(p):>9}"
             )
+            moved = p.get("promotion")
+            if phase == "retrain" and job:
+                print(f"{'':8} {_promotion_line(moved)}")
+
+
+def _promotion_line(moved: dict[str, Any] | None) -> str:
+    if moved is None:
+        return "no version was promoted in this run"
+    k, s, pr = moved["key"], moved["key_server"], moved["predict"]
+    return (
+        f"promoted v{moved['from']} -> v{moved['to']}; within {moved['window_s']:.0f} s of it: "
+        f"key {_three(k)} ms (server {_three(s)}, {s['n']} keys), predict {_three(pr)} ms"
+    )
 
 
 def _memory(p: dict[str, Any]) -> str:
