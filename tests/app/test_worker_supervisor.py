@@ -123,7 +123,9 @@ def test_serve_stopped_during_its_warm_up_ends_in_seconds_and_answers_503_not_50
     """It took 120.8 s (the exit waited for the warm-up, which a waiting request's thread
     needed) and gave the two requests under way 500; ``/health`` said 200 before it was warm.
     With its worker warming up beside it (issue 64 item 7: 71 s), it stops within 10 s, and
-    the worker starts nothing after it was told to stop."""
+    the worker starts nothing after it was told to stop. A page open meanwhile (the heartbeat
+    stream every tab holds) has its stream ended: it was cut after uvicorn's graceful 5 s and
+    logged as "Exception in ASGI application" with a traceback (app/perimeter/draining.py)."""
     from app.cli import main
     from tests.servers import free_port
 
@@ -165,11 +167,21 @@ def test_serve_stopped_during_its_warm_up_ends_in_seconds_and_answers_503_not_50
         def predict() -> None:
             answers.append(_call(f"{base}/projects/big/predict", {"text": "topic 3 please"})[0])
 
+        page: list[bytes] = []
+
+        def open_page() -> None:  # what an open tab holds: its heartbeat, read as it comes
+            url = f"http://127.0.0.1:{port}/gradio_api/heartbeat/tab1"
+            with urllib.request.urlopen(url, timeout=60) as stream:
+                page.extend(iter(stream.readline, b""))
+            page.append(b"(ended)")
+
         waiting = [threading.Thread(target=predict) for _ in range(2)]
+        waiting.append(threading.Thread(target=open_page))
         for thread in waiting:
             thread.start()
         time.sleep(1.5)
         assert answers == [], "the requests were meant to wait for the warm-up"
+        assert b"data: ALIVE\n" in page, page
         assert "Warm:" not in log.read_text()
         stopped = time.monotonic()
         server.send_signal(signal.SIGTERM)
@@ -184,4 +196,5 @@ def test_serve_stopped_during_its_warm_up_ends_in_seconds_and_answers_503_not_50
     assert code == 0, text[-3000:]  # not 134
     assert took < 10, (took, text[-3000:])
     assert sorted(answers) == [503, 503], (answers, text[-3000:])
+    assert page[-1] == b"(ended)", page
     assert "terminate called" not in text and "Traceback" not in text, text[-3000:]
