@@ -103,7 +103,12 @@ def rescore(live: LivePools, p: ProjectHandle | None, state: QueueSession) -> Qu
     """The card on screen with the suggestions of the model that serves now (the same
     utterance: what comes after it is scored as it comes). A card listed for a dispute keeps
     its answers' order; a card someone answered meanwhile stays for the next answer to
-    replace."""
+    replace. The status line keeps what the last answer said ("Undid: #12 …"): a refresh is
+    no answer of the designer's."""
+    return _rescored(live, p, state)._replace(message=gr.skip())
+
+
+def _rescored(live: LivePools, p: ProjectHandle | None, state: QueueSession) -> QueueView:
     item = state.item
     if p is None or item is None or state.how in (queue_svc.DISPUTES, queue_svc.MINE):
         return render(live.db, p, state)

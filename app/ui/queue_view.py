@@ -73,7 +73,7 @@ class QueueSession:
 class QueueView(NamedTuple):
     """Every output of the Label tab, in the order of its outputs list."""
 
-    message: str
+    message: Any  # the status line's words, or gr.skip(): left as it is (a model's refresh)
     state: QueueSession
     card: str
     key1: Any
