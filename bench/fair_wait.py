@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,7 +49,7 @@ def build(work: Path, code: Path, shared: Path, test: int) -> Path:
 
     folder = work / f"{commit_of(code)}-fair-{test}"
     if not (folder / "built.json").exists():
-        subprocess.run(["rm", "-rf", str(folder)], check=True)
+        shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         load.CODE = code
         csv = banking77_csv(shared, folder / "b77.csv", unlabelled=2000, test=test)
@@ -56,7 +57,7 @@ def build(work: Path, code: Path, shared: Path, test: int) -> Path:
             load.cli(folder / "data", "import", str(csv), "--project", name)
         (folder / "built.json").write_text(json.dumps({"code": str(code), "test": test}))
     run = work / time.strftime("fair-%Y%m%d-%H%M%S")
-    subprocess.run(["cp", "-r", str(folder / "data"), str(run)], check=True)
+    shutil.copytree(folder / "data", run)
     return run
 
 

@@ -177,9 +177,11 @@ def client(server: Any) -> Any:
 def stored(api: Any) -> dict[str, tuple[str, str]]:
     """Every utterance of the project as stored now, read over the app's API: text -> (intents,
     split)."""
+    from storage.tables import SPLITS
+
     rows = [  # split by split: one call answers at most 2,000 rows
         row
-        for split in ("train", "test", "unlabelled")
+        for split in SPLITS
         for row in api.predict(PROJECT, "", split, "", api_name="/utterances")
     ]
     return {r["text"]: (r["intents"], r["split"]) for r in rows}
