@@ -169,8 +169,8 @@ def _stop_serving(serving_state: ServingState, supervisor: WorkerSupervisor | No
     serving_state.readiness.stopping()
     NATIVE.close()
     spaces_of(serving_state.live).close()  # its chunk under way refused: the rows kept on disk
-    if supervisor is not None:
-        supervisor.stop()
+    if supervisor is not None:  # its waits said on the terminal, where Ctrl+C is pressed again
+        supervisor.stop(say=lambda line: print(line, flush=True))
     serving_state.close()
 
 

@@ -3,12 +3,15 @@ dies, and the environment it gets (the queue, artifacts, timeout and grace of th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from app.config import (
     ENV_ARTIFACTS_URL,
@@ -26,6 +29,9 @@ logger = logging.getLogger(__name__)
 
 # Set by :class:`WorkerSupervisor` on its child: the server's pid, which the worker watches.
 ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
+# A stop that waits longer than this for its worker says what it waits for (an idle worker
+# stops within it).
+SAY_AFTER_S = 2.0
 
 
 def reap(settings: Settings) -> int:
@@ -94,16 +100,49 @@ class WorkerSupervisor:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
-    def stop(self) -> None:
+    def stop(self, say: Callable[[str], None] = logger.info) -> None:
         """Stop the worker as ``docker stop`` would: SIGTERM, and as long as its job may take to
-        end or go back to the queue (:mod:`app.worker.stopping`) before SIGKILL."""
+        end or go back to the queue (:mod:`app.worker.stopping`) before SIGKILL. ``say`` tells
+        the person stopping it what a wait of more than :data:`SAY_AFTER_S` waits for (a job
+        under way: up to the grace).
+
+        Ctrl+C during the wait (a KeyboardInterrupt here) is the stop's second signal: the
+        worker is sent SIGINT, which hands its job back to the queue at its next check
+        (:mod:`app.worker.stopping`; a terminal's Ctrl+C has reached it too), and that is waited
+        for, where the server printed a KeyboardInterrupt traceback and left the worker to stop
+        alone. Once more stops waiting: the worker is killed, and its job, found dead, starts
+        again (as after ``kill -9``)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5.0)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
             try:
-                self.proc.wait(self.settings.stop_grace + STOP_MARGIN_S)
+                proc.wait(SAY_AFTER_S)
+                return
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+                say(
+                    f"Waiting for the training worker (pid {proc.pid}) to end its job or hand it "
+                    f"back to the queue: up to {self.settings.stop_grace} s. "
+                    "Ctrl+C again to have it handed back now."
+                )
+            proc.wait(self.settings.stop_grace + STOP_MARGIN_S - SAY_AFTER_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        except KeyboardInterrupt:
+            self._hand_back_now(proc, say)
+        proc.wait(10)
+
+    @staticmethod
+    def _hand_back_now(proc: subprocess.Popen[bytes], say: Callable[[str], None]) -> None:
+        say("Ctrl+C again: the training worker hands its job back to the queue at its next check.")
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(STOP_MARGIN_S)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            say("Stopped without waiting: the training worker is killed; its job starts again.")
+            proc.kill()

@@ -92,6 +92,66 @@ def test_the_worker_stops_when_its_server_is_killed(tmp_path):
             os.kill(worker, signal.SIGKILL)
 
 
+# A worker with a job under way, as the supervisor sees it: SIGTERM starts a stop that takes
+# its grace; SIGINT (the stop's second signal) hands the job back now: it exits 0.
+SLOW_WORKER = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *_: print('worker: TERM', flush=True))\n"
+    "signal.signal(signal.SIGINT, lambda *_: (print('worker: INT', flush=True), sys.exit(0)))\n"
+    "print('worker: up', flush=True)\n"
+    "time.sleep(600)\n"
+)
+STOPPING = textwrap.dedent(
+    """
+    import subprocess, sys
+    from app.config import load_settings
+    from app.worker import WorkerSupervisor
+
+    class Busy(WorkerSupervisor):
+        def _spawn(self):
+            return subprocess.Popen([sys.executable, "-c", sys.argv[2]], stdout=subprocess.PIPE)
+
+    supervisor = Busy(load_settings(sys.argv[1]))
+    supervisor.start()
+    print(supervisor.proc.stdout.readline().decode().strip(), flush=True)
+    supervisor.stop(say=lambda line: print(line, flush=True))
+    print(supervisor.proc.stdout.read().decode().strip(), flush=True)
+    print("stopped", supervisor.proc.returncode, flush=True)
+    """
+)
+
+
+def test_ctrl_c_during_the_stop_hands_the_job_back_and_prints_no_traceback(tmp_path):
+    """A server stopping waited silently for its worker's job (up to the grace, 30 s), and a
+    second Ctrl+C printed a KeyboardInterrupt traceback and left the worker alone. The wait is
+    said, and Ctrl+C during it is passed on as the worker's second signal and waited for."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    stopping = subprocess.Popen(
+        [sys.executable, "-c", STOPPING, str(tmp_path), SLOW_WORKER],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=root,
+    )
+    try:
+        assert stopping.stdout is not None
+        assert stopping.stdout.readline() == b"worker: up\n"
+        said = stopping.stdout.readline().decode()
+        assert said.startswith("Waiting for the training worker"), said
+        assert "Ctrl+C again" in said, said
+        stopping.send_signal(signal.SIGINT)
+        out, err = stopping.communicate(timeout=30)
+    finally:
+        if stopping.poll() is None:
+            stopping.kill()
+    lines = out.decode().splitlines()
+    assert stopping.returncode == 0, (out, err)
+    assert lines[0].startswith("Ctrl+C again: the training worker hands its job back"), lines
+    assert lines[1:] == ["worker: TERM", "worker: INT", "stopped 0"], lines
+    assert b"Traceback" not in err and b"KeyboardInterrupt" not in err, err.decode()
+
+
 def test_a_busy_port_is_refused_at_once_without_printing_an_address(tmp_path, capsys):
     from app.cli import main
 
