@@ -7,7 +7,12 @@ not (its time left, as the Train tab shows it, is longer than the grace left), i
 its next check (every training step, every chunk an evaluation encodes): the job row is queued
 again and its message put back on the queue, so the next worker starts it over; it is not
 failed. A second signal hands the job back at its next check. The process then joins its
-threads and exits 0. ``compose.yaml``'s ``stop_grace_period`` for the workers is the grace plus
+threads and exits 0.
+
+``serve`` stops the worker it supervises with :data:`SERVER_STOPS` (SIGUSR2), which asks for
+the stop only if none was asked yet: a terminal's Ctrl+C reaches the whole process group, the
+worker first, so the server's SIGTERM that followed counted as the second signal and handed a
+job back at once that had the grace to finish (systemd's stop of a control group did the same). ``compose.yaml``'s ``stop_grace_period`` for the workers is the grace plus
 :data:`STOP_MARGIN_S`, the longest a job may take from a check to the next one and the exit.
 
 Issue 73 item 12: a job still preparing goes back at its next check (it has all its training
@@ -26,12 +31,14 @@ Example:
     >>> stop = StopRequest()
     >>> stop.requested, stop.hand_back_now(eta=None)
     (False, False)
-    >>> stop.request(grace=30.0)
+    >>> stop.request(grace=30.0)  # the first
+    True
     >>> stop.hand_back_now(eta=5.0), stop.hand_back_now(eta=None), stop.hand_back_now(eta=60.0)
     (False, False, True)
-    >>> stop.request(grace=30.0)  # a second signal: at the next check
-    >>> stop.hand_back_now(eta=5.0)
-    True
+    >>> stop.request(grace=30.0, again=False), stop.hand_back_now(eta=5.0)  # the server's stop
+    (False, False)
+    >>> stop.request(grace=30.0), stop.hand_back_now(eta=5.0)  # a second signal: at the next check
+    (False, True)
 """
 
 from __future__ import annotations
@@ -52,6 +59,9 @@ logger = logging.getLogger(__name__)
 # int8 copy's export, the registration) plus the exit: compose's stop_grace_period is the grace
 # and this (tests/app/test_compose.py checks it).
 STOP_MARGIN_S = 60
+# The signal ``serve`` stops its worker with (app.worker.supervisor): a first stop, never a
+# second one (the worker may have had the same Ctrl+C already).
+SERVER_STOPS = signal.SIGUSR2
 
 
 class StopRequest:
@@ -68,11 +78,15 @@ class StopRequest:
         with self._lock:
             return self._deadline is not None
 
-    def request(self, grace: float) -> None:
-        """The first call starts the grace; a later one ends it (hand back at the next check)."""
+    def request(self, grace: float, *, again: bool = True) -> bool:
+        """The first call starts the grace; a later one ends it (hand back at the next check),
+        unless ``again`` is False (then it changes nothing). Returns whether it was the first."""
         now = time.monotonic()
         with self._lock:
-            self._deadline = now + grace if self._deadline is None else now
+            first = self._deadline is None
+            if first or again:
+                self._deadline = now + grace if first else now
+            return first
 
     def left(self) -> float | None:
         """The seconds left of the grace (0 once over); None while no stop was asked."""
@@ -101,23 +115,26 @@ def obey_signals(
 ) -> None:
     """From now on SIGTERM and SIGINT ask ``stop`` (the first starts the ``grace``, a second
     ends it), then call ``then`` with the signal (Huey's consumer, once it runs, stops taking
-    jobs). ``intent-studio worker`` calls it first thing, the consumer again when it starts."""
+    jobs); :data:`SERVER_STOPS` asks it only when nothing did yet. ``intent-studio worker`` calls
+    it first thing, the consumer again when it starts."""
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        first = not stop.requested
-        stop.request(grace)
+        name = "its server stops" if signum == SERVER_STOPS else signal.Signals(signum).name
+        first = stop.request(grace, again=signum != SERVER_STOPS)
         if then is not None:
             then(signum)
         if first:
             logger.warning(
                 "%s: stopping; a running job ends within %.0f s or goes back to the queue",
-                signal.Signals(signum).name,
+                name,
                 grace,
             )
+        elif signum == SERVER_STOPS:
+            logger.info("%s: the stop already under way goes on", name)
         else:
-            logger.warning("%s again: the running job goes back to the queue now", signum)
+            logger.warning("%s again: the running job goes back to the queue now", name)
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in (signal.SIGTERM, signal.SIGINT, SERVER_STOPS):
         signal.signal(signum, on_signal)
 
 

@@ -23,7 +23,7 @@ from app.config import (
 )
 from app.services.training.retrain_jobs import reap_dead
 from app.serving.state import ServingState
-from app.worker.stopping import STOP_MARGIN_S
+from app.worker.stopping import SERVER_STOPS, STOP_MARGIN_S
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +101,10 @@ class WorkerSupervisor:
         return self.proc.pid if self.proc is not None else None
 
     def stop(self, say: Callable[[str], None] = logger.info) -> None:
-        """Stop the worker as ``docker stop`` would: SIGTERM, and as long as its job may take to
-        end or go back to the queue (:mod:`app.worker.stopping`) before SIGKILL. ``say`` tells
+        """Stop the worker as ``docker stop`` would, with :data:`~app.worker.stopping.SERVER_STOPS`
+        (a first stop, never a second: a terminal's Ctrl+C may have reached the worker already),
+        and wait as long as its job may take to end or go back to the queue
+        (:mod:`app.worker.stopping`) before SIGKILL. ``say`` tells
         the person stopping it what a wait of more than :data:`SAY_AFTER_S` waits for (a job
         under way: up to the grace).
 
@@ -118,7 +120,7 @@ class WorkerSupervisor:
         proc = self.proc
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
+        proc.send_signal(SERVER_STOPS)
         try:
             try:
                 proc.wait(SAY_AFTER_S)

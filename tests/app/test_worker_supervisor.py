@@ -92,11 +92,12 @@ def test_the_worker_stops_when_its_server_is_killed(tmp_path):
             os.kill(worker, signal.SIGKILL)
 
 
-# A worker with a job under way, as the supervisor sees it: SIGTERM starts a stop that takes
-# its grace; SIGINT (the stop's second signal) hands the job back now: it exits 0.
+# A worker with a job under way, as the supervisor sees it: the server's stop (SIGUSR2) starts
+# a stop that takes its grace; SIGINT (the stop's second signal) hands the job back now: it
+# exits 0.
 SLOW_WORKER = (
     "import signal, sys, time\n"
-    "signal.signal(signal.SIGTERM, lambda *_: print('worker: TERM', flush=True))\n"
+    "signal.signal(signal.SIGUSR2, lambda *_: print('worker: server stops', flush=True))\n"
     "signal.signal(signal.SIGINT, lambda *_: (print('worker: INT', flush=True), sys.exit(0)))\n"
     "print('worker: up', flush=True)\n"
     "time.sleep(600)\n"
@@ -148,7 +149,7 @@ def test_ctrl_c_during_the_stop_hands_the_job_back_and_prints_no_traceback(tmp_p
     lines = out.decode().splitlines()
     assert stopping.returncode == 0, (out, err)
     assert lines[0].startswith("Ctrl+C again: the training worker hands its job back"), lines
-    assert lines[1:] == ["worker: TERM", "worker: INT", "stopped 0"], lines
+    assert lines[1:] == ["worker: server stops", "worker: INT", "stopped 0"], lines
     assert b"Traceback" not in err and b"KeyboardInterrupt" not in err, err.decode()
 
 
@@ -258,3 +259,49 @@ def test_serve_stopped_during_its_warm_up_ends_in_seconds_and_answers_503_not_50
     assert sorted(answers) == [503, 503], (answers, text[-3000:])
     assert page[-1] == b"(ended)", page
     assert "terminate called" not in text and "Traceback" not in text, text[-3000:]
+
+
+SIGNALS = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    from app.worker.stopping import SERVER_STOPS, StopRequest, obey_signals
+
+    for names in json.loads(sys.argv[1]):
+        stop = StopRequest()
+        obey_signals(stop, grace=30.0)
+        seen = []
+        for name in names:
+            os.kill(os.getpid(), SERVER_STOPS if name == "server" else getattr(signal, name))
+            seen.append([stop.requested, stop.hand_back_now(eta=5.0)])
+        print(json.dumps(seen), flush=True)
+    """
+)
+
+# (signals in their order, then (stop asked, job handed back at once) after each)
+CASES = [
+    # a terminal's Ctrl+C reaches the worker, then its server's stop: the grace holds
+    (["SIGINT", "server"], [[True, False], [True, False]]),
+    # systemd stopping the control group, then the server: the same
+    (["SIGTERM", "server"], [[True, False], [True, False]]),
+    # the server's stop alone starts the grace; a person's Ctrl+C after it ends it
+    (["server", "SIGINT"], [[True, False], [True, True]]),
+    # a second signal of a person or of docker still hands the job back at once
+    (["SIGTERM", "SIGINT"], [[True, False], [True, True]]),
+]
+
+
+def test_the_servers_stop_never_counts_as_a_second_signal():
+    """A terminal's Ctrl+C reached the worker and then its server's SIGTERM did: the second
+    signal handed back at once a job that had 30 s of grace to finish."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNALS, json.dumps([names for names, _ in CASES])],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=root,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = [json.loads(line) for line in done.stdout.splitlines()]
+    assert seen == [after for _, after in CASES], done.stdout
