@@ -8,13 +8,17 @@ project's rows from SQLite, whose module gives the GIL back at every row (a GIL 
 
 Requests are ``("project", {"vectors": ..., "method": ...})`` or ``("warm_up", {"large": ...})``;
 the answer is ``("ok", value)`` or ``("error", message)``. The worker ends when its input ends:
-its parent exited or was killed (``kill -9`` leaves no worker behind once it is idle).
+its parent exited or was killed (``kill -9`` leaves no worker behind once it is idle). It ignores
+SIGINT: a terminal's Ctrl+C reaches every process of the server's group, and the server, not
+the keyboard, decides when its maps stop (it died with a KeyboardInterrupt traceback on the
+server's terminal, before the server had begun to stop).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 from typing import Any, BinaryIO
 
@@ -48,6 +52,7 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> None:
 
 
 def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # its server decides: its input ends
     # The answers get standard output to themselves: anything a library prints goes to stderr.
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

@@ -53,6 +53,18 @@ def test_a_child_that_died_is_started_again(projector):
     assert projector._proc is not None and projector._proc.pid != first.pid
 
 
+def test_a_terminals_ctrl_c_leaves_the_child_to_its_server(projector):
+    """Ctrl+C in the terminal of ``serve`` reaches every process of its group: the child died
+    of it with a KeyboardInterrupt traceback on the server's terminal, before the server had
+    begun to stop. It goes on answering; it ends with its input, when its server is done."""
+    projector.project(_vectors(), "pca")
+    child = projector._proc
+    assert child is not None
+    os.kill(child.pid, signal.SIGINT)
+    assert projector.project(_vectors(), "pca").shape == (60, 2)
+    assert projector._proc is child and child.poll() is None
+
+
 def test_the_child_ends_when_its_input_ends(projector):
     """What ``kill -9`` of the server does to the child: the pipe's other end closes, and the
     child, idle, ends at once (no projecting process outlives its server)."""
