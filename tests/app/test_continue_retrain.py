@@ -144,6 +144,30 @@ def test_a_version_the_whole_split_says_lost_goes_back_to_the_one_before(
     assert "questions" not in mv.metrics["gate"]  # the record is the whole split's
 
 
+def test_the_closing_message_says_the_record_was_measured_on_the_whole_split(
+    serving_state, tiny_encoder, monkeypatch
+) -> None:
+    """The gate measured 2 of the 4 test questions; the job's closing message gave the
+    recorded accuracy without saying which questions it counted (and, where the int8 copy was
+    measured on the whole split, still said "the whole split is measured for the record once
+    training ends" after it had been)."""
+    make_tiny(serving_state, encoder=tiny_encoder)
+    retrain(serving_state, "tiny")
+    label_more(serving_state, "tiny")
+    cpu = compute.budget_for("cpu")
+    monkeypatch.setattr(
+        compute, "budget_for", lambda device: dataclasses.replace(cpu, gate_sample=2)
+    )
+    done = retrain(serving_state, "tiny", {**QUICK, "epochs": 2})
+    assert "on 2 of 4 test questions" in done.log  # the gate measured the sample
+    mv = version(serving_state, done.model_version_id)
+    assert re.match(rf"v{mv.id}: accuracy [0-9.]+ on all 4 test questions ", done.message), (
+        done.message
+    )
+    for said in (done.message, mv.note):
+        assert "once training ends" not in said, said
+
+
 def test_a_kept_back_first_version_is_said_in_the_train_tab_the_label_line_and_rest(
     serving_state, tiny_encoder, monkeypatch
 ) -> None:

@@ -46,6 +46,9 @@ from storage.versions import NewVersion, move_version, record_metrics, register_
 logger = logging.getLogger(__name__)
 
 PROMOTION_TOLERANCE = 0.01
+# What a gate measured on the sample says until the whole split is measured for the record; the
+# closing message says it no more once it has been (it read as still to come after the job).
+RECORD_LATER = "; the whole split is measured for the record once training ends."
 
 
 def serve(
@@ -141,8 +144,7 @@ def verdict(run: RetrainRun, snap: Snapshot, measured: Measured) -> tuple[bool, 
     if measured.sampled and measured.paired is not None:
         why += (
             f" On {measured.paired.n:,} of {len(snap.data.test_texts):,} test questions "
-            f"(stratified by intent): {measured.paired.words()}; the whole split is measured "
-            "for the record once training ends."
+            f"(stratified by intent): {measured.paired.words()}{RECORD_LATER}"
         )
     return passed, f"{why} Measured with the fp32 encoder that serves it {_where(run)}."
 
@@ -296,6 +298,8 @@ def register(
             first_card_vectors(
                 run.live, snap.project_id, progress=counted(run.reporter), space=copy.encoder
             )
+        if _record_rows(headline, snap)[1]:  # measured whole by now: no longer to come
+            why = why.replace(RECORD_LATER, ".")
         with run.live.db.write(WriteLock.project(snap.project_id)) as s:
             record_metrics(s, snap.project_id, served.version_id, headline.to_dict(), note=why)
         if copy.metrics is not None and served.promoted:
@@ -312,10 +316,20 @@ def register(
     acc = headline.accuracy or 0.0
     base_acc = (headline.base.accuracy if headline.base else measured.base.accuracy) or 0.0
     left_out = f" {snap.fit.note()}." if snap.fit.left_out else ""
+    rows, _ = _record_rows(headline, snap)
     return (
-        f"v{served.version_id}: accuracy {acc:.3f} (frozen {base_acc:.3f}), trained in "
+        f"v{served.version_id}: accuracy {acc:.3f}{rows} (frozen {base_acc:.3f}), trained in "
         f"{served.train_seconds:.0f} s. {why}{left_out}"
     )
+
+
+def _record_rows(headline: VersionMetrics, snap: Snapshot) -> tuple[str, bool]:
+    """The test questions the recorded ``headline`` was measured on, in words (the gate's, on a
+    sample, may be fewer), and whether they are the whole split."""
+    if headline.split != "test" or not headline.n:
+        return "", False
+    whole = headline.n >= len(snap.data.test_texts)
+    return f" on {'all ' if whole else ''}{headline.n:,} test questions", whole
 
 
 def counted(reporter: Reporter) -> Callable[[int, int], None]:
