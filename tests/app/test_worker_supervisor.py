@@ -104,7 +104,10 @@ SLOW_WORKER = (
 )
 STOPPING = textwrap.dedent(
     """
-    import subprocess, sys
+    import signal, subprocess, sys
+    # Ctrl+C as a terminal has it: a suite started in the background (`make test &`) has SIGINT
+    # ignored, and a Python started so inherits that instead of KeyboardInterrupt
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from app.config import load_settings
     from app.worker import WorkerSupervisor
 
