@@ -46,6 +46,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"Job #{view.id} is already {view.status} for this project; following it.")
     print(retrain_jobs.method_line(str(view.config.get("method", ""))), flush=True)
     runner = warming = None
+    # The job's end is waited for on this event, never by joining its thread: Python 3.11's
+    # join() interrupted by Ctrl+C marks a running thread as stopped, so the join after the
+    # cancel returned at once and the process exited under torch ("terminate called without an
+    # active exception", exit -6, in half of the tries).
+    ended = threading.Event()
     if not args.queue and created:
         # the job runs here: its encoder loads (and a GPU starts, its kernels warmed) while the
         # job claims its row and snapshots the data
@@ -60,12 +65,15 @@ def cmd_train(args: argparse.Namespace) -> int:
             bases=[p.base_encoder],
         )
         # nobody waits on the app between its checkpoints: what will serve is measured once
-        runner = threading.Thread(
-            target=worker.execute_job,
-            args=(serving_state, view.id),
-            kwargs={"anytime": False},
-            daemon=True,
-        )
+        job_id = view.id
+
+        def run_job() -> None:
+            try:
+                worker.execute_job(serving_state, job_id, anytime=False)
+            finally:
+                ended.set()
+
+        runner = threading.Thread(target=run_job, name="train-job", daemon=True)
         runner.start()
     last = ""
     try:
@@ -78,14 +86,14 @@ def cmd_train(args: argparse.Namespace) -> int:
             if not view.active:
                 break
             if runner is not None:  # wakes as soon as the job ends, not at the next second
-                runner.join(1.0)
+                ended.wait(1.0)
             else:
                 time.sleep(1.0)
     except KeyboardInterrupt:
         view = retrain_jobs.cancel(serving_state.db, view.id)
         print(f"[{view.status}] {retrain_jobs.describe(view)}", flush=True)
     if runner is not None:  # a cancelled job's runner stops at its next poll: let it (torch
-        runner.join(60)  # cut off at exit aborts the process)
+        ended.wait(60)  # cut off at exit aborts the process)
         view = retrain_jobs.job(serving_state.training, view.id)
     if warming is not None:  # the same for a warm-up a job that failed early did not wait for
         warming.join(60)
