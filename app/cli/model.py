@@ -26,7 +26,6 @@ def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
 @acts(TRAIN)
 def cmd_train(args: argparse.Namespace) -> int:
     import threading
-    import time
 
     from app import worker
     from app.services.training import retrain_jobs
@@ -46,11 +45,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"Job #{view.id} is already {view.status} for this project; following it.")
     print(retrain_jobs.method_line(str(view.config.get("method", ""))), flush=True)
     runner = warming = None
-    # The job's end is waited for on this event, never by joining its thread: Python 3.11's
-    # join() interrupted by Ctrl+C marks a running thread as stopped, so the join after the
-    # cancel returned at once and the process exited under torch ("terminate called without an
-    # active exception", exit -6, in half of the tries).
-    ended = threading.Event()
+    # the job's end, never waited for by a join: one Ctrl+C interrupts marks the thread stopped
+    ended = threading.Event()  # (Python 3.11): the process exited under torch, exit -6
     if not args.queue and created:
         # the job runs here: its encoder loads (and a GPU starts, its kernels warmed) while the
         # job claims its row and snapshots the data
@@ -85,10 +81,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 last = line
             if not view.active:
                 break
-            if runner is not None:  # wakes as soon as the job ends, not at the next second
-                ended.wait(1.0)
-            else:
-                time.sleep(1.0)
+            ended.wait(1.0)  # a job run here: wakes as soon as it ends, not at the next second
     except KeyboardInterrupt:
         view = retrain_jobs.cancel(serving_state.db, view.id)
         print(f"[{view.status}] {retrain_jobs.describe(view)}", flush=True)
