@@ -12,8 +12,10 @@ threads and exits 0.
 ``serve`` stops the worker it supervises with :data:`SERVER_STOPS` (SIGUSR2), which asks for
 the stop only if none was asked yet: a terminal's Ctrl+C reaches the whole process group, the
 worker first, so the server's SIGTERM that followed counted as the second signal and handed a
-job back at once that had the grace to finish (systemd's stop of a control group did the same). ``compose.yaml``'s ``stop_grace_period`` for the workers is the grace plus
-:data:`STOP_MARGIN_S`, the longest a job may take from a check to the next one and the exit.
+job back at once that had the grace to finish (systemd's stop of a control group did the same).
+
+``compose.yaml``'s ``stop_grace_period`` for the workers is the grace plus :data:`STOP_MARGIN_S`,
+the longest a job may take from a check to the next one and the exit.
 
 Issue 73 item 12: a job still preparing goes back at its next check (it has all its training
 ahead and has made nothing: :class:`app.worker.reporter.JobReporter`); and a job whose thread is
