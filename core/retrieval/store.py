@@ -122,9 +122,11 @@ class VectorStore:
         """The pool's ids, texts, label sets and stored unit vectors, in one order."""
         with self.lock:
             ids = list(self._items)
-            vectors = np.zeros((len(ids), self.dim), dtype=np.float32)
-            for row, i in enumerate(ids):
-                vectors[row] = self._index.reconstruct(i)
+            vectors = (
+                self._index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
+                if ids
+                else np.zeros((0, self.dim), dtype=np.float32)
+            )
             texts = [self._items[i][0] for i in ids]
             return ids, texts, [self._items[i][1] for i in ids], vectors
 
