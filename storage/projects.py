@@ -197,6 +197,13 @@ def intents_by_name(s: Session, project_id: int) -> dict[str, Intent]:
     return {i.name: i for i in s.scalars(select(Intent).where(Intent.project_id == project_id))}
 
 
+def count_intents(s: Session, project_id: int, *, excluding: str = "") -> int:
+    """How many intents the project has, ``excluding`` one name (e.g. out of scope): one count,
+    not :func:`list_intents`'s per-intent label counts (the summary line after every key)."""
+    found = select(func.count()).select_from(Intent).where(Intent.project_id == project_id)
+    return int(s.scalar(found.where(Intent.name != excluding)) or 0)
+
+
 def list_intents(s: Session, project_id: int) -> list[IntentSummary]:
     counts = s.execute(
         select(Label.intent_id, Utterance.split, func.count())

@@ -7,6 +7,8 @@ import pytest
 from storage import StorageError
 from storage.audit import undo_last
 from storage.projects import (
+    count_intents,
+    create_intent,
     delete_intent,
     list_intents,
     merge_intents,
@@ -58,3 +60,14 @@ def test_the_prediction_paths_project_lookup_answers_like_get_project(db, projec
         for missing in ("nope", project + 100):
             with pytest.raises(NotFoundError):
                 project_id(c, missing)
+
+
+def test_the_intents_counted_are_those_listed_less_the_one_excluded(db, project):
+    """The summary line's count (after every key): one query, the same number list_intents gives."""
+    with db.session() as s:
+        create_intent(s, project, "out_of_scope")
+        listed = [i.name for i in list_intents(s, project)]
+        assert count_intents(s, project) == len(listed) == 4
+        assert count_intents(s, project, excluding="out_of_scope") == 3
+        delete_intent(s, project, "refund")
+        assert count_intents(s, project, excluding="out_of_scope") == 2

@@ -21,8 +21,8 @@ from core.retrieval.anchors import humanise
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage.db import CATALOG, Database
 from storage.projects import (
+    count_intents,
     create_project,
-    list_intents,
     list_projects,
     set_base_encoder,
     set_project_setting,
@@ -104,7 +104,7 @@ def summary(db: Database, p: ProjectHandle, live: LivePools | None = None) -> Pr
             base_encoder=p.base_encoder,
             read_only=p.read_only,
             # out_of_scope is no intent (the answer that none applies): not counted
-            n_intents=sum(i.name != OUT_OF_SCOPE for i in list_intents(s, p.id)),
+            n_intents=count_intents(s, p.id, excluding=OUT_OF_SCOPE),
             n_train=n["train"],
             n_test=n["test"],
             n_unlabelled=n["unlabelled"],
