@@ -7,9 +7,9 @@ prediction calls to them (:mod:`app.serving.admission`).
 Guarantees: :meth:`LivePools.pool` answers with the pool as of the database's pool stamp (one
 statement when nothing changed; a caller that read the stamp passes it); a change this process
 wrote is applied from its own rows (:meth:`LivePools.pool_after`), never read back; a label never
-waits for a calibration or a head fit (they run in the background and swap in). Locks: one for
-the table of pools (ms), one per pool held while it syncs or takes rows (others do not wait).
-Used by the server and the CLI's ``predict``; the worker evaluates from factories instead."""
+waits for a calibration or a head fit (they run in the background, after a card a person waits
+for, and swap in). Locks: one for the table of pools (ms), one per pool held while it syncs or
+takes rows. Used by the server and the CLI's ``predict``; the worker evaluates from factories."""
 
 from __future__ import annotations
 
@@ -45,9 +45,9 @@ from storage.versions import active_version
 
 logger = logging.getLogger(__name__)
 
-# A pool's new calibration starts once its rows stopped changing for this long (an annotator's
-# labels in a burst share one; 0.1 s of CPU for BANKING77's 770 examples).
-CALIBRATION_SETTLE_S = 0.3
+# A pool's calibration starts once its rows settled this long (a burst of labels shares one), no
+# sooner than REST x the last one's duration after it (after every label: 2x the keys' CPU).
+CALIBRATION_SETTLE_S, CALIBRATION_REST = 0.3, 4.0
 
 
 class LivePools:
@@ -72,14 +72,14 @@ class LivePools:
         # fits the heads of multi-label pools whose version has none (app.serving.pool_heads)
         self.heads = HeadFitter(self._fit_pool_head)
         self.kept_heads = HeadStore(cache.root / "heads" if cache.root else None)
-        # calibrates a pool again once its rows changed, off the path of the label that changed
-        # them (its last thresholds serve meanwhile: app.serving.pools.calibrate_snapshot)
-        self.calibrations = HeadFitter(self._calibrate_pool, delay=CALIBRATION_SETTLE_S)
+        # calibrates a changed pool off its labels' path (app.serving.pools.calibrate_snapshot)
+        self.calibrations = HeadFitter(
+            self._calibrate_pool, delay=CALIBRATION_SETTLE_S, rest=CALIBRATION_REST
+        )
         # per project: the serving version's held-out correction, by what it was read from
         self._corrections: dict[int, tuple[str, VersionCorrection | None]] = {}
-        # per project: the last pool whose space held every queue candidate's vector, which
-        # orders the queue while a newer version's space lacks them (an anytime retrain switches
-        # spaces two or three times a minute: app.services.queue.queue_order.ordering_pool)
+        # per project: the last pool whose space held every queue candidate's vector: it orders
+        # the queue while a newer version's space lacks them (app.services.queue.queue_order)
         self.ordered: dict[int, ProjectPool] = {}
         # the server builds a new version's pool while the one before it answers (issue 71)
         self.switch_in_background = False

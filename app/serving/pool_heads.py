@@ -46,6 +46,7 @@ from typing import Any
 
 from app.serving.eval_memo import digest, source_hash
 from core.encoding.exit_gate import Exiting
+from core.encoding.fair_share import SHARED
 from core.errors import logged
 from core.evaluation.data import EvalData
 from core.multilabel.head import MultiLabelHead, load_head
@@ -111,14 +112,18 @@ SETTLE_S = 0.5
 class HeadFitter:
     """One background thread that calls ``fit(project_id)`` for the projects asked for: each
     request (re)starts the project's ``delay`` (seconds); a request during its fit runs it again
-    after, no sooner than the fit's own duration after its end. (The app runs a second one for
-    its pools' calibrations: :attr:`app.serving.state.ServingState.calibrations`.)"""
+    after, no sooner than ``rest`` times the fit's own duration after its end (1: the thread
+    fits at most half the time). (The app runs a second one for its pools' calibrations:
+    :attr:`app.serving.state.ServingState.calibrations`.)"""
 
-    def __init__(self, fit: Callable[[int], None], *, delay: float = SETTLE_S) -> None:
+    def __init__(
+        self, fit: Callable[[int], None], *, delay: float = SETTLE_S, rest: float = 1.0
+    ) -> None:
         self._fit = fit
         self.delay = delay
+        self.rest = rest
         self._due: dict[int, float] = {}  # project -> monotonic time its fit may start
-        self._rested: dict[int, float] = {}  # project -> its last fit's end plus its duration
+        self._rested: dict[int, float] = {}  # project -> its last fit's end + rest x its duration
         self._running: int | None = None
         self._closed = False
         self._changed = threading.Condition()
@@ -188,6 +193,7 @@ class HeadFitter:
                 project_id = self._next()
             if project_id is None:
                 return
+            SHARED.after_people()  # a card a person waits for goes first
             started = time.monotonic()
             try:
                 self._fit(project_id)
@@ -198,6 +204,6 @@ class HeadFitter:
             finally:
                 with self._changed:
                     ended = time.monotonic()
-                    self._rested[project_id] = ended + (ended - started)
+                    self._rested[project_id] = ended + self.rest * (ended - started)
                     self._running = None
                     self._changed.notify_all()

@@ -43,6 +43,7 @@ from app.serving.row_progress import RowProgress
 from app.serving.row_scores import FOLLOWED, follow, rescore_oldest, score_new
 from app.serving.row_spaces import ProjectRows, RowSpace, seen_digest, space_name
 from core.encoding.exit_gate import Exiting
+from core.encoding.fair_share import SHARED
 from core.errors import logged
 from storage.errors import NotFoundError
 from storage.pool_state import pool_revision
@@ -333,6 +334,7 @@ class RowSpaces:
             for pid in ids:
                 if self._closed():
                     break
+                SHARED.after_people()  # a card a person waits for goes first
                 try:
                     busy = self.step(pid) or busy
                 except Exiting:  # the process is exiting (core.encoding.exit_gate)

@@ -18,6 +18,7 @@ from app.access import ProjectHandle
 from app.access.actions import LABEL
 from app.perimeter.in_use import Working
 from app.ui.common import bind
+from core.encoding.fair_share import SHARED
 from storage.db import Database
 
 ALIVE_ID = "queue-alive"  # the hidden button the page presses at its keys
@@ -32,16 +33,18 @@ def _working(p: Any) -> bool:
 def holding(work: Working) -> Callable[[F], F]:
     """A wrapper for a card handler (its project an argument annotated
     :class:`app.access.ProjectHandle`, as :func:`app.ui.guard.guarded` resolves it): while it
-    runs, a card is asked for and not yet shown; once it returns, a card is shown."""
+    runs, a card is asked for and not yet shown; once it returns, a card is shown. Meanwhile the
+    process's background waits for it (:meth:`core.encoding.fair_share.Turns.person`)."""
 
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def held(*args: Any) -> Any:
-            p = next((a for a in args if _working(a)), None)
-            if p is None:
-                return fn(*args)
-            with work.card(p.id):
-                return fn(*args)
+            with SHARED.person():
+                p = next((a for a in args if _working(a)), None)
+                if p is None:
+                    return fn(*args)
+                with work.card(p.id):
+                    return fn(*args)
 
         return held  # type: ignore[return-value]
 

@@ -10,6 +10,12 @@ resource back between chunks. Whoever waits next goes first in this order:
 So a one-line request waits for at most one chunk (the encoder sizes chunks to about
 :data:`TURN_SECONDS` with :class:`ChunkCost`), never for a whole batch.
 
+A person waiting for an answer goes before the background too: while a card is computed
+(:meth:`Turns.person`, around the Label tab's key handlers) a turn that is not urgent waits for
+it to be shown, up to :data:`PERSON_WAIT_S`, and so do the background loops that do not encode
+(:meth:`Turns.after_people`: the pool's calibration, the queue's scores). On two cores a
+background chunk beside a key took a core and a share of the interpreter's lock from it.
+
 Example:
     >>> turns = Turns()
     >>> with turns.turn(urgent=True):
@@ -22,6 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,6 +36,9 @@ from core.encoding.exit_gate import NATIVE
 
 # How long one chunk of a long request should hold the encoder (seconds).
 TURN_SECONDS = 0.1
+# The longest a turn that is not urgent, or a background step, waits for the people being
+# answered (seconds): a person labelling without a pause never stops the background for long.
+PERSON_WAIT_S = 1.0
 
 
 class Turns:
@@ -39,6 +49,35 @@ class Turns:
         self._busy = False
         self._queue: list[tuple[int, int]] = []  # (0 urgent / 1 not, ticket): a heap
         self._tickets = itertools.count()
+        # per thread, the answers a person waits for that it is computing (:meth:`person`)
+        self._people: dict[int, int] = {}
+
+    @contextmanager
+    def person(self) -> Iterator[None]:
+        """Mark an answer a person waits for (a card after a key) while it is computed: turns
+        that are not urgent and :meth:`after_people` wait for it, up to :data:`PERSON_WAIT_S`
+        (never the thread computing it: its own long encode goes on)."""
+        me = threading.get_ident()
+        with self._cond:
+            self._people[me] = self._people.get(me, 0) + 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._people[me] -= 1
+                if not self._people[me]:
+                    del self._people[me]
+                self._cond.notify_all()
+
+    def _others(self) -> bool:
+        """Whether another thread computes a person's answer (called with the lock held)."""
+        return any(ident != threading.get_ident() for ident in self._people)
+
+    def after_people(self, timeout: float = PERSON_WAIT_S) -> bool:
+        """Wait until no person's answer is being computed, up to ``timeout`` seconds (a
+        background step calls it before it starts); whether none was at the end."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._others(), timeout)
 
     def waiting(self) -> int:
         """How many turns are waiting."""
@@ -51,9 +90,15 @@ class Turns:
         ticket = (0 if urgent else 1, next(self._tickets))
         with self._cond:
             heapq.heappush(self._queue, ticket)
+            patience = time.monotonic() + PERSON_WAIT_S
             try:
-                while self._busy or self._queue[0] != ticket:
-                    self._cond.wait()
+                while True:
+                    if self._busy or self._queue[0] != ticket:
+                        self._cond.wait()
+                    elif not urgent and self._others() and time.monotonic() < patience:
+                        self._cond.wait(patience - time.monotonic())
+                    else:
+                        break
             except BaseException:  # interrupted while waiting: leave the line, wake the next
                 self._queue.remove(ticket)
                 heapq.heapify(self._queue)

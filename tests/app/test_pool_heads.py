@@ -124,3 +124,51 @@ def test_close_stops_a_real_fit_under_way_and_waits_for_it():
     assert ended == ["stopped"]
     assert time.monotonic() - asked < 10
     assert fitter._thread is not None and not fitter._thread.is_alive()
+
+
+def test_a_fit_with_a_longer_rest_waits_that_many_times_its_duration():
+    """The pools' calibrations rest 4x their duration (app.serving.live.CALIBRATION_REST): a
+    person labelling without pause had one after nearly every label."""
+    spans: list[tuple[float, float]] = []
+
+    def fit(project_id: int) -> None:
+        begun = time.monotonic()
+        time.sleep(0.1)
+        spans.append((begun, time.monotonic()))
+
+    fitter = HeadFitter(fit, delay=0.0, rest=4.0)
+    fitter.request(1)
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end:
+        fitter.request(1)
+        time.sleep(0.02)
+    assert fitter.settle(timeout=10)
+    fitter.close()
+    assert 2 <= len(spans) <= 4  # rest 1 would fit about 7 times in 1.5 s
+    for (first_start, first_end), (second_start, _) in itertools.pairwise(spans):
+        assert second_start - first_end >= 4 * (first_end - first_start) - 0.01
+
+
+def test_a_fit_waits_for_the_card_a_person_waits_for():
+    """A card being computed (``SHARED.person()``: the Label tab's key handlers) goes first: a
+    fit due meanwhile starts once it is shown."""
+    from core.encoding.fair_share import SHARED
+
+    started: list[float] = []
+    fitter = HeadFitter(lambda pid: started.append(time.monotonic()), delay=0.0)
+    card_shown = threading.Event()
+
+    def card() -> None:
+        with SHARED.person():
+            fitter.request(1)
+            time.sleep(0.3)
+            card_shown.set()
+
+    thread = threading.Thread(target=card)
+    begun = time.monotonic()
+    thread.start()
+    thread.join(10)
+    assert fitter.settle(timeout=10)
+    fitter.close()
+    assert card_shown.is_set() and len(started) == 1
+    assert started[0] - begun >= 0.3 - 0.01

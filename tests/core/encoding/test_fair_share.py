@@ -67,3 +67,51 @@ def test_a_one_line_encode_is_not_stuck_behind_a_long_one(encoder):
     own.encode(["where is my parcel"])
     assert batch.is_alive(), "the one-line encode waited for the whole batch"
     batch.join(300)
+
+
+def test_a_background_turn_waits_for_a_persons_card_an_urgent_one_does_not():
+    """While another thread computes a card a person waits for, a chunk that is not urgent
+    waits for it (at most PERSON_WAIT_S); a one-line request does not, and neither does the
+    card's own thread (its own long encode goes on)."""
+    from core.encoding import fair_share
+
+    turns = Turns()
+    order: list[str] = []
+    card_in, card_out = threading.Event(), threading.Event()
+
+    def card() -> None:
+        with turns.person():
+            with turns.turn(urgent=False):  # the card's own long encode: no wait on itself
+                order.append("card's own chunk")
+            card_in.set()
+            card_out.wait(10)
+            order.append("card shown")
+
+    person = threading.Thread(target=card)
+    person.start()
+    assert card_in.wait(10)
+    background = _queue_up(turns, order, "background chunk", urgent=False)
+
+    def one_line() -> None:  # it goes at once: no _queue_up, which waits to see it queued
+        with turns.turn(urgent=True):
+            order.append("one line")
+
+    predict = threading.Thread(target=one_line)
+    predict.start()
+    predict.join(10)
+    time.sleep(0.2)
+    assert order == ["card's own chunk", "one line"]  # the background chunk still waits
+    card_out.set()
+    person.join(10)
+    background.join(10)
+    assert order == ["card's own chunk", "one line", "card shown", "background chunk"]
+    assert turns.after_people(timeout=0)
+
+    # a person who never stops: the background waits PERSON_WAIT_S, not for ever
+    with turns.person():
+        begun = time.monotonic()
+        waiter = threading.Thread(target=lambda: turns.after_people())
+        waiter.start()
+        waiter.join(10)
+        took = time.monotonic() - begun
+    assert fair_share.PERSON_WAIT_S - 0.05 <= took < fair_share.PERSON_WAIT_S + 1.0
