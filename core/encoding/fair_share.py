@@ -12,9 +12,11 @@ So a one-line request waits for at most one chunk (the encoder sizes chunks to a
 
 A person waiting for an answer goes before the background too: while a card is computed
 (:meth:`Turns.person`, around the Label tab's key handlers) a turn that is not urgent waits for
-it to be shown, up to :data:`PERSON_WAIT_S`, and so do the background loops that do not encode
-(:meth:`Turns.after_people`: the pool's calibration, the queue's scores). On two cores a
-background chunk beside a key took a core and a share of the interpreter's lock from it.
+it to be shown, and so do the background loops that do not encode (:meth:`Turns.after_people`:
+the pool's calibration, the queue's scores); a card held back the background for its first
+:data:`PERSON_WAIT_S` only (a first card that encodes a batch for seconds does not stop the
+others' encodes, a map's among them). On two cores a background chunk beside a key took a core
+and a share of the interpreter's lock from it.
 
 Example:
     >>> turns = Turns()
@@ -36,8 +38,8 @@ from core.encoding.exit_gate import NATIVE
 
 # How long one chunk of a long request should hold the encoder (seconds).
 TURN_SECONDS = 0.1
-# The longest a turn that is not urgent, or a background step, waits for the people being
-# answered (seconds): a person labelling without a pause never stops the background for long.
+# How long a person's answer holds the background back, from its start (seconds): a key's card
+# takes tens of milliseconds; one that takes longer (a first card that encodes a batch) shares.
 PERSON_WAIT_S = 1.0
 
 
@@ -49,35 +51,44 @@ class Turns:
         self._busy = False
         self._queue: list[tuple[int, int]] = []  # (0 urgent / 1 not, ticket): a heap
         self._tickets = itertools.count()
-        # per thread, the answers a person waits for that it is computing (:meth:`person`)
-        self._people: dict[int, int] = {}
+        # per thread, when each answer a person waits for that it computes began (:meth:`person`)
+        self._people: dict[int, list[float]] = {}
 
     @contextmanager
     def person(self) -> Iterator[None]:
         """Mark an answer a person waits for (a card after a key) while it is computed: turns
-        that are not urgent and :meth:`after_people` wait for it, up to :data:`PERSON_WAIT_S`
-        (never the thread computing it: its own long encode goes on)."""
+        that are not urgent and :meth:`after_people` wait for it, for its first
+        :data:`PERSON_WAIT_S` at most (never the thread computing it: its own encodes go on)."""
         me = threading.get_ident()
         with self._cond:
-            self._people[me] = self._people.get(me, 0) + 1
+            self._people.setdefault(me, []).append(time.monotonic())
         try:
             yield
         finally:
             with self._cond:
-                self._people[me] -= 1
+                self._people[me].pop()
                 if not self._people[me]:
                     del self._people[me]
                 self._cond.notify_all()
 
-    def _others(self) -> bool:
-        """Whether another thread computes a person's answer (called with the lock held)."""
-        return any(ident != threading.get_ident() for ident in self._people)
+    def _held_until(self) -> float | None:
+        """Until when another thread's person holds the background back (None: none does now);
+        called with the lock held."""
+        me, now = threading.get_ident(), time.monotonic()
+        until = max(
+            (t + PERSON_WAIT_S for who, began in self._people.items() if who != me for t in began),
+            default=now,
+        )
+        return until if until > now else None
 
     def after_people(self, timeout: float = PERSON_WAIT_S) -> bool:
-        """Wait until no person's answer is being computed, up to ``timeout`` seconds (a
-        background step calls it before it starts); whether none was at the end."""
+        """Wait while another thread's person holds the background back, up to ``timeout``
+        seconds (a background step calls it before it starts); whether none did at the end."""
+        end = time.monotonic() + timeout
         with self._cond:
-            return self._cond.wait_for(lambda: not self._others(), timeout)
+            while (until := self._held_until()) is not None and time.monotonic() < end:
+                self._cond.wait(min(until, end) - time.monotonic())
+            return self._held_until() is None
 
     def waiting(self) -> int:
         """How many turns are waiting."""
@@ -90,13 +101,12 @@ class Turns:
         ticket = (0 if urgent else 1, next(self._tickets))
         with self._cond:
             heapq.heappush(self._queue, ticket)
-            patience = time.monotonic() + PERSON_WAIT_S
             try:
                 while True:
                     if self._busy or self._queue[0] != ticket:
                         self._cond.wait()
-                    elif not urgent and self._others() and time.monotonic() < patience:
-                        self._cond.wait(patience - time.monotonic())
+                    elif not urgent and (until := self._held_until()) is not None:
+                        self._cond.wait(until - time.monotonic())
                     else:
                         break
             except BaseException:  # interrupted while waiting: leave the line, wake the next
