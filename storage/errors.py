@@ -23,6 +23,15 @@ class ConflictError(StorageError):
     """Someone else changed the row since it was read (optimistic locking)."""
 
 
+class JobEnded(ConflictError):
+    """A job's work would count, but the job is no longer running (a user cancelled it, or it
+    was reaped or handed back while its worker was silent): ``status`` is what it is now."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class BusyError(StorageError):
     """The database stayed locked by another writer past the busy timeout; nothing was changed."""
 

@@ -22,7 +22,7 @@ from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
 from storage import job_phases
-from storage.errors import ConflictError, NotFoundError
+from storage.errors import JobEnded, NotFoundError
 from storage.job_phases import CALIBRATING, PHASES, TRAINING
 from storage.job_view import ACTIVE_STATUSES, JobView, view_of
 from storage.pool_state import last_label_event
@@ -190,14 +190,15 @@ def cancel_requested(s: Session, job_id: int) -> bool:
 
 
 def require_running(s: Session, job_id: int) -> None:
-    """Raise :class:`ConflictError` unless the job is still running. Called in the transaction
-    that registers the job's model version, so a job reaped or cancelled meanwhile cannot
-    register one."""
+    """Raise :class:`JobEnded` (a :class:`ConflictError`) unless the job is still running.
+    Called in the transaction that registers the job's model version, so a job reaped or
+    cancelled meanwhile cannot register one."""
     job = _get(s, job_id, lock=True)
     if job.status != "running":
-        raise ConflictError(
+        raise JobEnded(
+            job.status,
             f"This training job already ended as {job.status} ({job.message}); its model is "
-            "discarded and the active model is unchanged."
+            "discarded and the active model is unchanged.",
         )
 
 

@@ -40,7 +40,8 @@ from core.errors import logged, raise_if_bug
 from core.training import TrainingCancelled
 from storage import jobs
 from storage.db import ROWS
-from storage.errors import ArtifactsUnavailable
+from storage.errors import ArtifactsUnavailable, JobEnded
+from storage.job_view import ACTIVE_STATUSES
 from storage.versions import active_version_ids
 
 if TYPE_CHECKING:
@@ -176,6 +177,11 @@ def execute_job(
             finish(
                 serving_state.db, job_id, "cancelled", "cancelled; the active model is unchanged"
             )
+    except JobEnded as ended:  # cancelled or reaped as its work was about to count: no bug
+        if reporter.handing_back or ended.status in ACTIVE_STATUSES:  # another worker's now
+            logger.info("job %s was handed back before it registered: %s", job_id, ended)
+        else:  # its end stands; the late word is only logged
+            finish(serving_state.db, job_id, ended.status, "what it made since is discarded")
     except ArtifactsUnavailable as exc:  # a server down, not a bug: one line, no traceback
         logger.warning("job %s failed: %s", job_id, exc)
         finish(serving_state.db, job_id, "failed", f"{exc} The active model is unchanged.")

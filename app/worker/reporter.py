@@ -171,18 +171,20 @@ class JobReporter:
                 eta=left,
             )
 
-    def should_cancel(self) -> bool:
+    def should_cancel(self, *, fresh: bool = False) -> bool:
         """Whether the job stops here: cancelled, ended meanwhile, or its worker is stopping
         and the job would not end within the grace left (:attr:`handing_back`): one still
         preparing (no phase entered yet) never would (its training is all ahead, and it has
-        made nothing: issue 73 item 12, it waited for the grace's end)."""
+        made nothing: issue 73 item 12, it waited for the grace's end). The database is read
+        at most every 0.5 s (a step polls), or now when ``fresh`` (before work that counts:
+        a checkpoint's save and measurement)."""
         preparing = self._tracker.phase == ""
         left = math.inf if preparing else self._read()[1]
         if self.worker_stop is not None and self.worker_stop.hand_back_now(left):
             self.handing_back = True
             return True
         now = time.monotonic()
-        if now - self._last_poll >= 0.5:
+        if fresh or now - self._last_poll >= 0.5:
             self._last_poll = now
             with self.training.db.session() as s:
                 self._cancel = jobs.cancel_requested(s, self.job_id)

@@ -555,6 +555,34 @@ def test_a_cancel_takes_effect_within_2_s_in_any_phase(serving_state, phase) -> 
     assert version_svc.history(serving_state.db, live(serving_state, "tiny")) == []
 
 
+def test_a_cancel_while_a_checkpoint_is_measured_ends_the_job_cancelled_not_failed(
+    serving_state, monkeypatch, caplog
+) -> None:
+    """A cancel that lands after a checkpoint's last poll, while it is measured: its version
+    may not register (the job is no longer running), and the job stays cancelled with the late
+    word logged, not a worker's failure with a traceback."""
+    from app.services.training import retrain_checkpoints
+
+    make_tiny(serving_state)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    measure = retrain_checkpoints.measure
+
+    def cancelled_meanwhile(*args, **kwargs):
+        svc.cancel(serving_state.db, view.id)
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(retrain_checkpoints, "measure", cancelled_meanwhile)
+    with caplog.at_level("ERROR", logger="app.worker"):
+        worker.execute_job(serving_state, view.id)
+    done = svc.job(serving_state.training, view.id)
+    assert done.status == "cancelled" and done.model_version_id is None
+    assert "after the job had ended: cancelled" in done.log and "ConflictError" not in done.log
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert version_svc.history(serving_state.db, live(serving_state, "tiny")) == []
+
+
 def test_a_queued_job_is_cancelled_at_once(serving_state) -> None:
     make_tiny(serving_state)
     view, _ = svc.request_retrain(

@@ -39,7 +39,7 @@ from app.services.training.retrain_serve import (
 )
 from app.services.training.retrain_state import Reporter, RetrainRun, Served, Snapshot, Trained
 from core.encoding.registry import Encoder
-from core.training import TrainConfig, TrainedModel
+from core.training import TrainConfig, TrainedModel, TrainingCancelled
 from storage import jobs
 from storage.db import WriteLock
 from storage.job_phases import SAVING, TRAINING
@@ -105,6 +105,8 @@ class Checkpoints:
                 phase=TRAINING,
             )
             return
+        if self.run.reporter.should_cancel(fresh=True):  # steps ran between two polls
+            raise TrainingCancelled("cancelled while training")
         seconds = float(checkpoint.trained.stats.get("seconds") or 0.0)  # its training alone
         trained = Trained(checkpoint.trained, seconds, step, total, continued)
         self.run.reporter.log(f"trained {step} of {total} steps in {seconds:.1f} s")

@@ -51,7 +51,8 @@ class Reporter(Protocol):
         ``eta``: seconds left as measured, None while estimating): the count of ``serving`` or
         ``registering``."""
 
-    def should_cancel(self) -> bool: ...
+    def should_cancel(self, *, fresh: bool = False) -> bool:
+        """Whether the job stops here (``fresh``: read now, not as polled a moment ago)."""
 
 
 @dataclass(frozen=True)
