@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,29 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
+
+    @contextlib.contextmanager
+    def workers_held(self) -> Iterator[None]:
+        """The server's training workers stopped (SIGSTOP) until the block ends, then going on:
+        a job one runs stays in its phase for as long as a page needs to show it, however fast
+        this machine trains (a demo retrain takes 3 s on some, less than the Label tab's poll).
+        Held for seconds, not the reaper's minute."""
+        import psutil
+
+        workers = [
+            child
+            for child in psutil.Process(self.proc.pid).children(recursive=True)
+            if "worker" in child.cmdline()
+        ]
+        assert workers, "the server runs no worker process"
+        for w in workers:
+            w.suspend()
+        try:
+            yield
+        finally:
+            for w in workers:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    w.resume()
 
     def stacks(self, wait: float = 1.0) -> str:
         """Every thread's stack of the running server (``kill -USR1``: app/cli/server.py) and

@@ -73,15 +73,21 @@ def test_the_label_tab_says_what_serves_and_follows_a_new_model_without_a_reload
             {"method": "convfit", "settings": {"epochs": 1, "batch_size": 16}},
         )
         job = started["job"]["id"]
-        line = _wait_line(page, "improving…")
-        shot(page, "65-8-label-improving")
-        page.locator("#queue-model a.queue-model-progress").click()  # progress ›
-        page.wait_for_function(
-            "(j) => (document.querySelector('#job-progress')?.innerText || '')"
-            ".includes('Job #' + j)",
-            arg=job,
-        )
-        page.get_by_role("tab", name="Label").click()
+        end = time.monotonic() + 300
+        while _rest(server, f"jobs/{job}")["status"] == "queued":  # until a worker takes it
+            assert time.monotonic() < end, "no worker took the retrain in 5 min"
+            time.sleep(0.05)
+        with server.workers_held():  # the job stays running while the page's poll sees it
+            assert _rest(server, f"jobs/{job}")["status"] == "running"
+            line = _wait_line(page, "improving…")
+            shot(page, "65-8-label-improving")
+            page.locator("#queue-model a.queue-model-progress").click()  # progress ›
+            page.wait_for_function(
+                "(j) => (document.querySelector('#job-progress')?.innerText || '')"
+                ".includes('Job #' + j)",
+                arg=job,
+            )
+            page.get_by_role("tab", name="Label").click()
         end = time.monotonic() + 600
         while _rest(server, f"jobs/{job}")["status"] in ("queued", "running"):
             assert time.monotonic() < end, "the retrain did not end in 10 min"
