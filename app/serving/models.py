@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.project_settings import ProjectSettings
 from app.serving.compute import ComputeBudget, process_budget
@@ -39,6 +40,9 @@ from storage.artifacts import ArtifactStore
 from storage.db import Database
 from storage.tables import ModelVersion
 
+if TYPE_CHECKING:
+    from core.training.prefix_store import PrefixStore
+
 logger = logging.getLogger(__name__)
 
 # The versions' models a worker keeps loaded between jobs, those used last (issue 73 item 13):
@@ -47,9 +51,13 @@ KEPT_VERSIONS = 4
 
 
 class Models:
-    def __init__(self, artifacts: ArtifactStore, device: str | None) -> None:
+    def __init__(
+        self, artifacts: ArtifactStore, device: str | None, cache_dir: Path | None = None
+    ) -> None:
         self.artifacts = artifacts
         self.device = device
+        self.cache_dir = cache_dir  # where the frozen layers' states are kept (``prefixes``)
+        self._prefixes: PrefixStore | None = None
         self._encoders: dict[str, Encoder] = {}
         self._int8: dict[str, OnnxEncoder | None] = {}
         self._used: dict[str, float] = {}  # when each loaded model was last asked for
@@ -60,6 +68,30 @@ class Models:
         """What this process's device makes cheap (:mod:`app.serving.compute`): whether int8 serves
         here, a new project's encoder."""
         return process_budget(self.device)
+
+    @property
+    def prefixes(self) -> PrefixStore:
+        """The frozen layers' states this process's trainings and measurements computed, kept
+        for the next job (:mod:`core.training.prefix_store`; imports torch on first use)."""
+        with self._lock:
+            if self._prefixes is None:
+                from core.training.prefix_store import PrefixStore
+
+                folder = self.cache_dir / "prefix" if self.cache_dir is not None else None
+                self._prefixes = PrefixStore(folder)
+            return self._prefixes
+
+    def save_prefixes(self) -> None:
+        """Write the frozen layers' states the jobs added for the next process (nothing when no
+        job trained here); a disk that refuses them is logged, never the job's failure."""
+        with self._lock:
+            store = self._prefixes
+        if store is None:
+            return
+        try:
+            store.save()
+        except OSError:
+            logger.exception("the frozen layers' states were not written (computed again next)")
 
     def keep(self, version_id: int, artifact_sha256: str, encoder: Encoder) -> None:
         """Hold ``encoder`` as the model of version ``version_id`` whose artifact has this hash

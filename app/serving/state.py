@@ -67,7 +67,7 @@ class ServingState:
         )
         artifacts = settings.open_artifacts()
         cache = open_cache(settings, artifacts)
-        models = Models(artifacts, settings.device)
+        models = Models(artifacts, settings.device, settings.cache_dir)
         factories = FactoryBuilder(db, cache, models, EvalMemo(settings.cache_dir / "evaluations"))
         limit_store = open_limit_store(settings.queue_url)
         live = LivePools(db, cache, models, factories, Admission(limits, limit_store))

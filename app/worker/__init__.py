@@ -199,6 +199,7 @@ def execute_job(
             stop.running = None
         reporter.close()
         after_job(serving_state.db, serving_state.artifacts, job.project_id)  # the retention rule
+        serving_state.models.save_prefixes()  # the frozen layers' states, for the next process
 
 
 def release_between_jobs(serving_state: ServingState) -> None:

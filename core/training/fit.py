@@ -46,6 +46,8 @@ from core.training.tokens import TokenBank
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from core.training.prefix_store import PrefixStore
+
 logger = logging.getLogger(__name__)
 
 
@@ -242,6 +244,7 @@ def train_encoder(
     checkpoint: CheckpointFn | None = None,
     start: SentenceTransformer | None = None,
     focus: Sequence[int] | None = None,
+    prefixes: PrefixStore | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
 
@@ -265,6 +268,9 @@ def train_encoder(
             new or changed since ``start`` was trained; one stage of
             :data:`CONTINUE_PASSES` passes over them, each batch filled with other intents'
             examples (:func:`stages`), at :data:`CONTINUE_LR_SHARE` of the recipe's rate.
+        prefixes: the frozen layers' states kept across trainings
+            (:class:`core.training.prefix_store.PrefixStore`): the texts it knows for this
+            model's frozen part are not run through those layers again, the others are added.
 
     Returns:
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
@@ -327,7 +333,8 @@ def train_encoder(
 
     states: PrefixStates | None = None
     pace = StagePace()  # seconds per step, measured in a stage and kept for the stages after it
-    with cached_prefix(model, seen, frozen, should_cancel) as prefix:
+    known = prefixes.states(model, frozen) if prefixes is not None and frozen else None
+    with cached_prefix(model, seen, frozen, should_cancel, known) as prefix:
         states = prefix.states
         for stage in plan:
             last = run_training(

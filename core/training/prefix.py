@@ -103,7 +103,7 @@ def _hash(ids: torch.Tensor, weights: torch.Tensor, pad_id: int) -> torch.Tensor
     return (tokens * weights[: ids.shape[1]]).sum(dim=1)
 
 
-def _parts(model: SentenceTransformer) -> tuple[Any, nn.Module, nn.ModuleList] | None:
+def bert_parts(model: SentenceTransformer) -> tuple[Any, nn.Module, nn.ModuleList] | None:
     """The Hugging Face model, its embedding module and its layer stack, if it is BERT-like."""
     hf = getattr(model[0], "model", None)
     encoder = getattr(hf, "encoder", None)
@@ -123,12 +123,12 @@ def prefix_states(
     should_cancel: Callable[[], bool] | None = None,
 ) -> dict[Key, torch.Tensor]:
     """Each text's token states after the embeddings and the lowest ``layers`` layers, keyed by
-    its token ids (unpadded, on the model's device). The model must be BERT-like (:func:`_parts`).
+    its token ids (unpadded, on the model's device). The model must be BERT-like (:func:`bert_parts`).
     ``should_cancel`` is polled before each chunk (True raises
     :class:`core.training.loop.TrainingCancelled`: 6,000 texts take a minute on a busy CPU)."""
     from core.training.loop import TrainingCancelled
 
-    parts = _parts(model)
+    parts = bert_parts(model)
     if parts is None:
         raise ValueError("Cached frozen layers need a BERT-like model (embeddings, encoder.layer).")
     hf, _, stack = parts
@@ -169,28 +169,44 @@ class PrefixStates:
         self.layers, self.pad_id = layers, pad_id
         self.states: dict[Key, torch.Tensor] = states if states is not None else {}
 
-    def fill(self, model: SentenceTransformer, texts: Iterable[str]) -> int:
+    def fill(
+        self,
+        model: SentenceTransformer,
+        texts: Iterable[str],
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> int:
         """Compute the states of the texts that have none (``model`` as it is: every layer its
         own); how many were computed."""
+        return len(self.take(model, texts, should_cancel)[1])
+
+    def take(
+        self,
+        model: SentenceTransformer,
+        texts: Iterable[str],
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> tuple[dict[Key, torch.Tensor], list[str]]:
+        """The states of ``texts`` (those missing computed first, by ``model`` as it is, and
+        kept), and which texts were computed."""
         unique = list(dict.fromkeys(texts))
         if not unique:
-            return 0
+            return {}, []
         features = model.preprocess(unique)
         ids, mask = features["input_ids"], features["attention_mask"]
-        missing = [
-            t
-            for t, row, n in zip(unique, ids, mask.sum(dim=1).tolist(), strict=True)
-            if tuple(row[:n].tolist()) not in self.states
+        keys = [
+            tuple(row[:n].tolist()) for row, n in zip(ids, mask.sum(dim=1).tolist(), strict=True)
         ]
+        missing = [t for t, k in zip(unique, keys, strict=True) if k not in self.states]
         if missing:
-            self.states.update(prefix_states(model, missing, self.layers))
-        return len(missing)
+            self.states.update(
+                prefix_states(model, missing, self.layers, should_cancel=should_cancel)
+            )
+        return {k: self.states[k] for k in keys}, missing
 
     @contextmanager
     def serving(self, model: SentenceTransformer, texts: Iterable[str]) -> Iterator[None]:
         """While inside, ``model`` (one no other thread runs meanwhile) computes only its upper
         layers on the states of ``texts`` (computed first where missing)."""
-        parts = _parts(model)
+        parts = bert_parts(model)
         if parts is None:
             yield
             return
@@ -270,12 +286,16 @@ def cached_prefix(
     texts: Iterable[str],
     layers: int,
     should_cancel: Callable[[], bool] | None = None,
+    known: PrefixStates | None = None,
 ) -> Iterator[Prefix]:
     """While inside, ``model`` runs only its upper layers on cached states of ``texts`` (every
     text it will embed must be among them); yields a :class:`Prefix` (true when the cache is in
     use). Restores the model on the way out, also on errors and cancellation; ``should_cancel``:
-    polled while the states are computed (:func:`prefix_states`)."""
-    parts = _parts(model)
+    polled while the states are computed (:func:`prefix_states`). ``known``: the states of
+    these frozen layers kept from before (:class:`core.training.prefix_store.PrefixStore`): only
+    the texts it lacks are computed, into it, and it is what the :class:`Prefix` carries on to
+    the measurements."""
+    parts = bert_parts(model)
     if layers <= 0 or parts is None or layers >= len(parts[2]):
         yield Prefix(model)
         return
@@ -285,7 +305,17 @@ def cached_prefix(
     if pad_id is None:
         yield Prefix(model)
         return
-    states = prefix_states(model, texts, layers, should_cancel=should_cancel)
+    if known is not None and (known.layers, known.pad_id) == (layers, int(pad_id)):
+        states, missing = known.take(model, texts, should_cancel)
+        logger.info(
+            "the lowest %d layers' states: %d of %d texts known",
+            layers,
+            len(states) - len(missing),
+            len(states),
+        )
+    else:
+        known = None
+        states = prefix_states(model, texts, layers, should_cancel=should_cancel)
     prefix = CachedPrefix(states, int(pad_id))
     if torch.device(model.device).type == "cuda":
         prefix.on_device(torch.device(model.device))
@@ -294,7 +324,7 @@ def cached_prefix(
     hf.encoder.layer = upper
     logger.info("cached the lowest %d layers' states of %d texts", layers, len(states))
     used = Prefix(model, in_use=True)
-    used.states = PrefixStates(layers, int(pad_id), states)
+    used.states = known if known is not None else PrefixStates(layers, int(pad_id), states)
     used._swapped = (hf, embeddings, stack, prefix, upper)
     try:
         yield used

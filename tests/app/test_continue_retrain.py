@@ -19,7 +19,7 @@ from app.serving import compute
 from storage.tables import ModelVersion, Project
 from tests.app.recording import RecordingReporter
 from tests.handles import live
-from tests.samples import QUICK, make_tiny, retrain
+from tests.samples import QUICK, TINY, make_tiny, retrain
 
 pytestmark = pytest.mark.slow
 
@@ -240,3 +240,35 @@ def test_the_comparison_with_the_active_version_reads_the_new_encoders_ranking_f
     assert done.status == "succeeded", done.log
     assert compared  # the checkpoints were compared with the active version
     assert len(ranked_again) <= len(compared), (len(ranked_again), len(compared))
+
+
+def test_a_retrain_in_another_process_runs_no_text_it_knows_through_the_frozen_layers(
+    serving_state, tiny_encoder, monkeypatch
+) -> None:
+    """Issue 71 item 3: the frozen layers' states a job computed (its training texts, and the
+    test questions its measurements encoded) are written when the job ends; a later process
+    (the CLI's ``train``, a restarted worker) runs only the texts new since through them, in
+    its training and its measurements alike."""
+    from app.serving.state import ServingState
+    from core.training import prefix
+
+    make_tiny(serving_state, encoder=tiny_encoder)
+    retrain(serving_state, "tiny")
+    assert list((serving_state.settings.cache_dir / "prefix").glob("*.npz"))
+    label_more(serving_state, "tiny")
+    computed: list[str] = []
+    real = prefix.prefix_states
+
+    def counting(model, texts, layers, *args, **kwargs):
+        computed.extend(texts)
+        return real(model, texts, layers, *args, **kwargs)
+
+    monkeypatch.setattr(prefix, "prefix_states", counting)
+    later = ServingState.open(serving_state.settings, database=serving_state.db)
+    try:
+        done = retrain(later, "tiny")
+    finally:
+        later.close()
+    assert "continuing" in done.log  # a continuation and the run from the base: both read them
+    assert {text for text, _ in NEW} <= set(computed)  # new since: run through them once
+    assert not set(computed) & {text for texts in TINY.values() for text in texts}

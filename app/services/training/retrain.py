@@ -185,6 +185,7 @@ def train(
         progress=_after(run.reporter.progress, offset),
         should_cancel=run.reporter.should_cancel,
         device=run.device,
+        prefixes=run.live.models.prefixes,
         checkpoint=checkpoints,
     )
     steps = int(model.stats.get("steps") or 0)

@@ -245,6 +245,7 @@ class _FoldSpace:
             progress=self._progress,
             should_cancel=self.run.reporter.should_cancel,
             device=self.run.device,
+            prefixes=self.run.live.models.prefixes,
         )
         self.done += int(model.stats.get("steps") or 0)
         # its vectors are never cached: the encoder is thrown away after this fold

@@ -97,6 +97,7 @@ def continue_active(run: RetrainRun, snap: Snapshot, cfg: TrainConfig, checkpoin
         progress=run.reporter.progress,
         should_cancel=run.reporter.should_cancel,
         device=run.device,
+        prefixes=run.live.models.prefixes,
         checkpoint=checkpoint,
         start=cont.model,
         focus=cont.focus,
