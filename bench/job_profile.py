@@ -63,6 +63,7 @@ the load average is recorded with each run.
 Usage:
     python -m bench.job_profile --peer b599b03 --code . --repeats 2 --out bench/results/jp.json
     python -m bench.job_profile --code . --retrains 1 --restarts 0 --test 200 --set epochs=1
+    python -m bench.job_profile --peer c5a8e1b --code . --restarts 0 --new-labels 20  # as designed
                                                              # a quick check that it runs
     python -m bench.job_profile --device cuda --code .       # on a GPU machine
     python -m bench.job_profile --method lora --code .       # the LoRA recipe (``--set K=V`` too)
@@ -398,6 +399,38 @@ def project_csv(shared: Path, out: Path, test: int = 3080) -> Path:
     return banking77_csv(shared, out, unlabelled=0, test=test)
 
 
+def new_labels_csv(shared: Path, out: Path, n: int, seed: int) -> Path:
+    """``n`` BANKING77 training questions outside the 10-shot set, with their intents, as a
+    train-split CSV (the same rows for every checkout: ``seed``)."""
+    import csv
+    import random
+
+    folder = shared / "banking77"
+    with (folder / "train_10shot_seed0.csv").open(encoding="utf-8", newline="") as f:
+        taken = {r["text"] for r in csv.DictReader(f)}
+    with (folder / "train.csv").open(encoding="utf-8", newline="") as f:
+        pool = [r for r in csv.DictReader(f) if r["text"] not in taken]
+    with out.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label", "split"])
+        for r in random.Random(seed).sample(pool, n):
+            w.writerow([r["text"], r["label"], "train"])
+    return out
+
+
+def import_rows(code: Path, data: Path, device: str, rows: Path) -> None:
+    """Import ``rows`` into the project with ``code``'s CLI (not timed)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "import", str(rows), "--project", PROJECT],
+        cwd=code,
+        env=environment(code, data, device),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"import failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
+
+
 def project_settings(code: Path, data: Path, device: str, changes: list[str]) -> None:
     """Set the project's ``KEY=VALUE`` settings on ``data`` with ``code``'s CLI (not timed)."""
     sets = [a for kv in changes for a in ("--set", kv)]
@@ -645,6 +678,15 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="a project setting set before the retrains (e.g. oos_calibration=held-out)",
     )
+    ap.add_argument(
+        "--new-labels",
+        type=int,
+        default=0,
+        help="before each retrain after the first, this many more BANKING77 training questions "
+        "imported with their intents (not timed): a retrain with new labels, as a designer's "
+        "next one is (0: the same data again, which a deterministic training may answer from "
+        "the vectors of the version before)",
+    )
     ap.add_argument("--test", type=int, default=3080, help="test questions (a quick check: fewer)")
     ap.add_argument("--work", type=Path, default=None, help="where builds go (reused if there)")
     ap.add_argument("--out", type=Path, default=None)
@@ -670,6 +712,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.project_set:
                 project_settings(code, data, args.device, args.project_set)
             for r in range(args.retrains):
+                if r and args.new_labels:
+                    more = new_labels_csv(args.data, work / f"new-{r}.csv", args.new_labels, r)
+                    import_rows(code, data, args.device, more)
                 result = run_once(code, data, args.device, train_args)
                 runs.append({"code": lab, "turn": turn, "retrain": r, **result})
                 s = summary(result)
