@@ -115,3 +115,20 @@ def test_a_checkpoint_and_its_base_measured_on_the_trainings_states_encode_as_th
     assert "is there a fee for this transfer" in {
         first.trained.model.tokenizer.decode(list(k)[1:-1]) for k in last.prefix.states
     }
+
+
+def test_one_text_measured_on_cached_states_is_encoded_by_every_layer(model) -> None:
+    """An encode of one text goes through the encoder's one-text path inside the encode: the
+    cached states' swap must not happen twice (it dropped the upper layers too: the vector of
+    the frozen layers alone, cosine 0.30 to the right one, for a measurement with one text
+    missing), for any number of texts the oneDNN swap applies to or not."""
+    from core.encoding.registry import encoder_from_model
+    from core.training.prefix import PrefixedEncoder, PrefixStates
+
+    plain = encoder_from_model(model, "minilm", "fp")
+    fast = PrefixedEncoder(plain, PrefixStates(3, 0))
+    one = ["where is my new card"]
+    np.testing.assert_allclose(fast.encode(one), plain.encode(one), atol=1e-5)
+    many = [f"{one[0]} number {i}" for i in range(70)]  # past ONEDNN_FROM
+    np.testing.assert_allclose(fast.encode(many), plain.encode(many), atol=1e-5)
+    assert len(model[0].model.encoder.layer) == 6
