@@ -499,7 +499,20 @@ def test_activating_a_version_while_a_retrain_runs_waits_for_no_heartbeat(
     assert version_svc.history(serving_state.db, live(serving_state, "tiny"))[0]["active"]
 
 
-def test_cancel_stops_a_running_job_and_leaves_nothing(serving_state) -> None:
+def test_cancel_stops_a_running_job_and_leaves_nothing(serving_state, monkeypatch) -> None:
+    """A cancel during the training, before its first version: nothing serves, nothing is left
+    (a cancel after the first version serves keeps it: tests/app/test_anytime_retrain.py). Each
+    step waits 0.5 s after it is reported, so a warm process's four steps to the first pass
+    (0.1 s each on an AMD EPYC) cannot outrun the cancel asked at the first."""
+    from app.worker.reporter import JobReporter
+
+    reported = JobReporter.progress
+
+    def slow(self, p):
+        reported(self, p)
+        time.sleep(0.5)
+
+    monkeypatch.setattr(JobReporter, "progress", slow)
     make_tiny(serving_state)
     view, _ = svc.request_retrain(
         serving_state.training, live(serving_state, "tiny"), {**QUICK, "epochs": 60}, enqueue=False
