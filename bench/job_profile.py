@@ -418,31 +418,35 @@ def new_labels_csv(shared: Path, out: Path, n: int, seed: int) -> Path:
     return out
 
 
-def import_rows(code: Path, data: Path, device: str, rows: Path) -> None:
-    """Import ``rows`` into the project with ``code``'s CLI (not timed)."""
+def cli(code: Path, data: Path, device: str, *args: str) -> None:
+    """Run ``code``'s CLI with ``args`` on ``data`` (not timed): an import, a setting."""
     done = subprocess.run(
-        [sys.executable, "-m", "app", "import", str(rows), "--project", PROJECT],
+        [sys.executable, "-m", "app", *args],
         cwd=code,
         env=environment(code, data, device),
         capture_output=True,
         text=True,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"import failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
+        raise RuntimeError(f"{args[0]} failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
+
+
+def import_rows(code: Path, data: Path, device: str, rows: Path) -> None:
+    """Import ``rows`` into the project with ``code``'s CLI (not timed)."""
+    cli(code, data, device, "import", str(rows), "--project", PROJECT)
 
 
 def project_settings(code: Path, data: Path, device: str, changes: list[str]) -> None:
     """Set the project's ``KEY=VALUE`` settings on ``data`` with ``code``'s CLI (not timed)."""
-    sets = [a for kv in changes for a in ("--set", kv)]
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "settings", "--project", PROJECT, *sets],
-        cwd=code,
-        env=environment(code, data, device),
-        capture_output=True,
-        text=True,
+    cli(
+        code,
+        data,
+        device,
+        "settings",
+        "--project",
+        PROJECT,
+        *[a for kv in changes for a in ("--set", kv)],
     )
-    if done.returncode != 0:
-        raise RuntimeError(f"settings failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
 
 
 def run_once(
