@@ -23,10 +23,12 @@ import time
 
 EVERY = float(os.environ.get("STEP_PROGRESS_EVERY", "30"))
 TAIL = 40  # lines of a failed command's output shown
-# What tells where a step is: pip's own words for what it does, or a line of our own steps'.
+# What tells where a step is: pip's or uv's own words for what it does, or a line of our own
+# steps'.
 _PROGRESS = re.compile(
     r"^\s*(Collecting|Downloading|Processing|Obtaining|Preparing|Building|Installing|"
-    r"Using cached|Requirement already|Successfully|Attempting|Looking in|-> )"
+    r"Using cached|Requirement already|Successfully|Attempting|Looking in|Resolved|Prepared|"
+    r"Installed|Built|-> )"
 )
 _NOISE = re.compile(r"warning|notice|deprecat|^\s*!!|^\s*\*{8}|^\s*$", re.IGNORECASE)
 _ERROR = re.compile(r"^\s*(ERROR|error:|Traceback)")

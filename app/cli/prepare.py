@@ -3,15 +3,22 @@ the server, its worker and the encoder load (Python writes their bytecode into t
 environment), and compile UMAP's numba kernels (:func:`core.projection.warm_up`). Each step is
 said as it starts (``-> …``), which ``.ci/step.py`` repeats while it runs.
 
-    .venv/bin/python -W ignore -m app.cli.prepare
+    .venv/bin/python -W ignore -m app.cli.prepare [--small-maps]
+
+``--small-maps`` (what ``make test`` asks) compiles only the kernels of maps under
+:data:`~core.projection.APPROXIMATE_FROM` points: the tests draw no larger map, and a server
+compiles the others only for a project that large (:func:`app.services.design.map_warm_up.
+draws_large_maps`), so they would cost the suite about 25 s of a core for nothing.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    small_only = "--small-maps" in (sys.argv[1:] if argv is None else argv)
     for module, what in (
         ("app.web", "the web app"),
         ("app.worker", "the training worker"),
@@ -23,6 +30,8 @@ def main() -> None:
 
     print("-> compiling UMAP's kernels for small maps", flush=True)
     warm_up(large=False)
+    if small_only:
+        return
     print("-> compiling UMAP's kernels for large maps (the longer part)", flush=True)
     warm_up()
 
