@@ -7,8 +7,10 @@ second call while the first one's UMAP ran took 17.9 s, 15.7 s of them in fetchi
 project's rows from SQLite, whose module gives the GIL back at every row (a GIL convoy).
 
 Requests are ``("project", {"vectors": ..., "method": ...})`` or ``("warm_up", {"large": ...})``;
-the answer is ``("ok", value)`` or ``("error", message)``. The worker ends when its input ends:
-its parent exited or was killed (``kill -9`` leaves no worker behind once it is idle). It ignores
+the answer is ``("ok", value)`` or ``("error", message)``. The worker ends when its input ends,
+and when its parent is gone even in the middle of a request (:func:`exit_with_parent`: a server
+stopped or killed while its warm-up compiled UMAP's kernels left the child compiling for up to
+half a minute, a core taken from whatever ran next). It ignores
 SIGINT: a terminal's Ctrl+C reaches every process of the server's group, and the server, not
 the keyboard, decides when its maps stop (it died with a KeyboardInterrupt traceback on the
 server's terminal, before the server had begun to stop).
@@ -20,6 +22,8 @@ import os
 import pickle
 import signal
 import sys
+import threading
+import time
 from typing import Any, BinaryIO
 
 from core.projection import project, warm_up
@@ -51,8 +55,18 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> None:
             return
 
 
+def exit_with_parent(parent: int, every: float = 0.5) -> None:
+    """End this process once ``parent`` is no longer its parent (it exited or was killed, and
+    this process was handed to another); run in a daemon thread. A request under way is
+    dropped: nobody is left to read its answer."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(0)
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # its server decides: its input ends
+    threading.Thread(target=exit_with_parent, args=(os.getppid(),), daemon=True).start()
     # The answers get standard output to themselves: anything a library prints goes to stderr.
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

@@ -73,3 +73,51 @@ def test_the_child_ends_when_its_input_ends(projector):
     assert child is not None and child.stdin is not None
     child.stdin.close()
     assert child.wait(10) == 0
+
+
+PARENT = """
+import sys, time
+import numpy as np
+from app.serving.map_store import Projector
+
+projector = Projector()
+projector.project(np.zeros((4, 2), dtype=np.float32), "pca")  # started
+print(projector._proc.pid, flush=True)
+v = np.random.default_rng(0).normal(size=(3000, 16)).astype(np.float32)
+projector.project(v, "tsne")  # about 10 s of the child's on a 2-core machine
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (an exited process its new parent has not reaped yet does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_child_of_a_killed_server_ends_in_the_middle_of_a_request():
+    """A server killed while its child computes (a warm-up's compilation, a large map) left the
+    child computing until the request was done, its answer read by nobody."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        time.sleep(1.5)  # the t-SNE under way
+        assert _running(child)
+    finally:
+        parent.kill()
+        parent.wait(10)
+    deadline = time.monotonic() + 4
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(child), "the child outlived its parent"
