@@ -78,8 +78,7 @@ install-dev: $(STAMP_DEV)
 # minute of compiling, which must not look like a hang.
 $(VENV)/bin/python:
 	@$(STEP) "Creating the virtual environment $(VENV) with $(PYTHON)" -- $(PYTHON) -m venv $(VENV)
-	@$(STEP) "Updating pip in it (it installs torch's 200 MB wheel 3x faster than 23.2)" \
-	  -- $(PIP) install --upgrade pip
+	@$(STEP) "Updating pip in it" -- $(PIP) install --upgrade pip
 
 $(UV): $(VENV)/bin/python
 	@$(STEP) "Installing uv, the installer, in it" -- $(INSTALL) -c constraints.txt uv
