@@ -50,6 +50,8 @@ def free_port() -> int:
 # What the UI's front door logs for a bug in a callback (app/ui/guard.py, ``unexpected``): a
 # test during which a server logged it fails, whatever the page showed.
 UNEXPECTED = "Unexpected error in UI callback"
+# What serve says when it waits for its worker's job at a stop (app/worker/supervisor.py).
+HAND_BACK = "Ctrl+C again to have it handed back now"
 _SERVERS: list[Server] = []
 
 
@@ -101,28 +103,41 @@ class Server:
         """The bugs the server logged (with their tracebacks) after byte ``offset`` of its log."""
         if not self.log.exists():
             return []
-        with self.log.open("rb") as f:
-            f.seek(offset)
-            text = f.read().decode("utf-8", errors="replace")
-        return [chunk[:3000] for chunk in text.split(UNEXPECTED)[1:]]
+        return [chunk[:3000] for chunk in self.said_since(offset).split(UNEXPECTED)[1:]]
 
     def stop(self) -> None:
         if self in _SERVERS:
             _SERVERS.remove(self)
         if self.proc.poll() is None:
+            offset = self.log_size()
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(1)
             except subprocess.TimeoutExpired:
                 # an event stream still open (a gradio_client's heartbeat) holds the graceful stop
                 # for its 5 s; a second Ctrl+C ends that wait, as it would for a person
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
+                self._interrupt()
+            # a job under way has the grace (30 s) to end; the server says so, and a person in a
+            # hurry presses Ctrl+C again: the job goes back to the queue at its next check
+            end, asked = time.monotonic() + 10, False
+            while self.proc.poll() is None and time.monotonic() < end:
+                if not asked and HAND_BACK in self.said_since(offset):
+                    self._interrupt()
+                    asked = True
+                time.sleep(0.2)
+            if self.proc.poll() is None:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
+
+    def _interrupt(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGINT)
+
+    def said_since(self, offset: int) -> str:
+        """What the server wrote to its log after byte ``offset``."""
+        with self.log.open("rb") as f:
+            f.seek(offset)
+            return f.read().decode("utf-8", errors="replace")
 
     @contextlib.contextmanager
     def workers_held(self) -> Iterator[None]:
