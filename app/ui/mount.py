@@ -15,9 +15,11 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
+import assets
 from app.perimeter.http_guard import Sessions, SignInForm, SignInRequired
 from app.perimeter.http_origin import OwnHostOnly, own_names, own_origins
 from app.perimeter.uploads import NOT_AN_UPLOAD, foreign_files
+from app.ui.first_script import FirstScript
 
 logger = logging.getLogger(__name__)
 AUTH_MESSAGE = "Intent Studio: sign in (ask an admin for an account)."
@@ -160,6 +162,8 @@ def mount_ui(
         folder.mkdir(parents=True, exist_ok=True)
         gr.set_static_paths([folder])  # served from there: no copy outside the downloads' cap
         guard.append(gate)
+    # innermost: it reads the page as Gradio writes it (compressed outside, by Gradio's middleware)
+    guard.append(Middleware(FirstScript, script=assets.text("frames.js")))  # type: ignore[arg-type]
     app_kwargs: dict[str, Any] = {"middleware": guard}
     demo.queue(default_concurrency_limit=4)
     no_queue_summary(demo)
