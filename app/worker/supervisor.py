@@ -32,6 +32,8 @@ ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
 # A stop that waits longer than this for its worker says what it waits for (an idle worker
 # stops within it).
 SAY_AFTER_S = 2.0
+# ...and how a second Ctrl+C is offered then (tests' servers press it when they read it).
+HAND_BACK_NOW = "Ctrl+C again to have it handed back now."
 
 
 def reap(settings: Settings) -> int:
@@ -128,8 +130,7 @@ class WorkerSupervisor:
             except subprocess.TimeoutExpired:
                 say(
                     f"Waiting for the training worker (pid {proc.pid}) to end its job or hand it "
-                    f"back to the queue: up to {self.settings.stop_grace} s. "
-                    "Ctrl+C again to have it handed back now."
+                    f"back to the queue: up to {self.settings.stop_grace} s. {HAND_BACK_NOW}"
                 )
             proc.wait(self.settings.stop_grace + STOP_MARGIN_S - SAY_AFTER_S)
         except subprocess.TimeoutExpired:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from app.worker.supervisor import HAND_BACK_NOW
+
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -50,8 +52,6 @@ def free_port() -> int:
 # What the UI's front door logs for a bug in a callback (app/ui/guard.py, ``unexpected``): a
 # test during which a server logged it fails, whatever the page showed.
 UNEXPECTED = "Unexpected error in UI callback"
-# What serve says when it waits for its worker's job at a stop (app/worker/supervisor.py).
-HAND_BACK = "Ctrl+C again to have it handed back now"
 _SERVERS: list[Server] = []
 
 
@@ -121,7 +121,7 @@ class Server:
             # hurry presses Ctrl+C again: the job goes back to the queue at its next check
             end, asked = time.monotonic() + 10, False
             while self.proc.poll() is None and time.monotonic() < end:
-                if not asked and HAND_BACK in self.said_since(offset):
+                if not asked and HAND_BACK_NOW in self.said_since(offset):
                     self._interrupt()
                     asked = True
                 time.sleep(0.2)
