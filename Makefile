@@ -36,7 +36,7 @@ STAMP_PREP := $(VENV)/.prepared-$(shell cat pyproject.toml constraints.txt | sha
 # `make test` compiles UMAP's kernels of small maps only (app/cli/prepare.py: no test draws a map
 # of 4,096 points, and a server compiles those only for a project that large): 30 s, not 55.
 STAMP_PREP_TEST := $(VENV)/.prepared-test-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
-CHROMIUM ?= /usr/bin/chromium
+CHROMIUM ?= /usr/bin/chromium-headless-shell
 # pytest's workers (pytest-xdist): one per core of the 2-core machines the suite is sized for;
 # each takes whole test modules, and whole folders of browser tests that share a server
 # (tests/conftest.py). PYTEST_WORKERS=0 runs it in one process.
@@ -117,12 +117,13 @@ APT_INSTALL := sh .ci/apt-install.sh
 PG_INITDB ?= $(firstword $(shell command -v initdb) $(wildcard /usr/lib/postgresql/*/bin/initdb))
 REDIS_SERVER ?= $(shell command -v redis-server)
 
-# Browser tests drive Debian's Chromium through Playwright; no browser is ever downloaded.
+# Browser tests drive Debian's Chromium through Playwright, its headless shell
+# (chromium-headless-shell: tests/e2e/conftest.py says why); no browser is ever downloaded.
 browser:
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	    $(APT_INSTALL) chromium >/dev/null \
-	      || echo "warning: could not install chromium; browser tests will be skipped"; \
+	    $(APT_INSTALL) chromium-headless-shell >/dev/null \
+	      || echo "warning: could not install chromium-headless-shell; browser tests will be skipped"; \
 	  else echo "warning: $(CHROMIUM) missing and cannot apt-get; browser tests will be skipped"; fi; \
 	fi
 
