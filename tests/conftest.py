@@ -94,6 +94,25 @@ def _fast_means_no_encoder(request: pytest.FixtureRequest):
         pytest.fail(f"{request.node.nodeid} is marked fast but loaded a sentence encoder")
 
 
+@pytest.fixture(autouse=True)
+def _encoder_memo(request: pytest.FixtureRequest):
+    """The base encoders answer a text already encoded in this process from memory
+    (:mod:`tests.encoder_memo`), except in a test marked ``fast`` (no encoder) or
+    ``encoder_passes`` (the forward passes' time or load is what it tests)."""
+    node = request.node
+    if node.get_closest_marker("fast") or node.get_closest_marker("encoder_passes"):
+        yield
+        return
+    from tests import encoder_memo
+
+    encoder_memo.install()
+    encoder_memo.active(True)
+    try:
+        yield
+    finally:
+        encoder_memo.active(False)
+
+
 def _not_fast(item: pytest.Item) -> list[str]:
     """Why a test marked fast is not (a slow fixture it asks for, a slow mark), or nothing."""
     if item.get_closest_marker("fast") is None:

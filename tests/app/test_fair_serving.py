@@ -19,6 +19,9 @@ from app.serving.admission import BusyError
 from app.serving.state import ServingState
 from tests.handles import live
 
+# Each encode runs the encoder's forward pass (tests/encoder_memo.py): its load is what is tested.
+pytestmark = pytest.mark.encoder_passes
+
 VIEWER = Actor(3, "vic", "viewer")
 DESIGNER = Actor(2, "dana", "designer")
 OTHER = Actor(4, "sam", "designer")

@@ -9,10 +9,14 @@ import asyncio
 import re
 
 import httpx
+import pytest
 
 from app import web
 from app.limits import EVENTS_QUEUED_PER_USER
 from tests.app.live import PASSWORDS, PROJECT, serving, team_context
+
+# Each encode runs the encoder's forward pass (tests/encoder_memo.py): its load is what is tested.
+pytestmark = pytest.mark.encoder_passes
 
 
 def test_one_sessions_flood_of_gradio_calls_is_refused_past_its_share(tmp_path):

@@ -18,6 +18,9 @@ from app.limits import LINES_PER_USER
 from app.serving.admission import Admission, BusyError, Limits
 from tests.app.live import serving, team_context
 
+# Each encode runs the encoder's forward pass (tests/encoder_memo.py): its load is what is tested.
+pytestmark = pytest.mark.encoder_passes
+
 URL = "/api/v1/projects/shop/predict"
 
 

@@ -4,6 +4,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from core.encoding.fair_share import Turns
 from core.encoding.registry import Encoder
@@ -42,6 +43,7 @@ def test_an_urgent_turn_goes_before_chunks_that_waited_longer():
     assert turns.waiting() == 0
 
 
+@pytest.mark.encoder_passes  # the passes' time (tests/encoder_memo.py)
 def test_a_long_encode_is_chunked_and_keeps_the_input_order(encoder):
     """Texts of very different lengths (sorted longest first inside) come back in input order,
     equal to encoding each alone."""
@@ -53,6 +55,7 @@ def test_a_long_encode_is_chunked_and_keeps_the_input_order(encoder):
     assert own.chunk_size("x" * 2000, 64) <= own.chunk_size("hi", 64)
 
 
+@pytest.mark.encoder_passes  # the passes' time (tests/encoder_memo.py)
 def test_a_one_line_encode_is_not_stuck_behind_a_long_one(encoder):
     own = Encoder(encoder.model, encoder.name, encoder.fingerprint, turns=Turns())
     long_texts = [
