@@ -30,8 +30,9 @@ PREPARE := $(BIN)/python -W ignore -m app.cli.prepare
 # Re-install when the dependency list changes.
 STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
-# ...and compile again (PREPARE) after a re-install. `make test` compiles beside its lints (each
-# one core: ~30 s and mypy's ~40 s here); one after the other, pytest waited for both.
+# ...and compile again (PREPARE) after a re-install. `make test` type-checks beside the rest (mypy:
+# one core, ~40-50 s cold here): beside the compiling (~30 s, one core), then beside pytest's
+# start; pytest waited for both when mypy ran before it.
 STAMP_PREP := $(VENV)/.prepared-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 # `make test` compiles UMAP's kernels of small maps only (app/cli/prepare.py: no test draws a map
 # of 4,096 points, and a server compiles those only for a project that large): 30 s, not 55.
@@ -49,9 +50,15 @@ run: $(STAMP_APP)
 	@echo "==> Starting Intent Studio (make run ARGS='--port 8000' passes options to serve)"
 	@$(BIN)/intent-studio serve $(ARGS)
 
+# mypy runs beside the rest (see STAMP_PREP); its report follows pytest's; either failing fails.
 test: $(STAMP_DEV) browser servers
-	@$(MAKE) --no-print-directory -j2 lint $(STAMP_PREP_TEST)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	@types_log=$$(mktemp); $(BIN)/mypy > $$types_log 2>&1 & types=$$!; \
+	$(BIN)/ruff check app core storage tests bench \
+	  && $(BIN)/ruff format --check app core storage tests bench \
+	  && $(MAKE) --no-print-directory $(STAMP_PREP_TEST) \
+	  && $(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS); tests=$$?; \
+	wait $$types; types=$$?; echo "mypy:"; cat $$types_log; rm -f $$types_log; \
+	[ $$tests -eq 0 ] && [ $$types -eq 0 ]
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check app core storage tests bench
