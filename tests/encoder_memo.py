@@ -25,7 +25,8 @@ import numpy as np
 _active = threading.Event()
 _lock = threading.Lock()
 _tables: weakref.WeakKeyDictionary[Any, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
-# Texts remembered per encoder before the oldest are forgotten (~150 MB of MiniLM's vectors).
+# Texts remembered per encoder before its memory is emptied and starts again (~150 MB of MiniLM's
+# vectors).
 LIMIT = 100_000
 
 
